@@ -28,5 +28,8 @@ setuptools.setup(
     install_requires=requirements,
     extras_require={'dev': dev_requirements},
     entry_points={'console_scripts': console_scripts, 'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
+    classifiers=['Programming Language :: Python :: 3', 'License :: OSI Approved :: Apache Software License',
+                 'Topic :: Scientific/Engineering :: Artificial Intelligence'],
+    project_urls={'Source': cfg['git_url']},
     zip_safe=False,
 )
