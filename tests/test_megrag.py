@@ -125,7 +125,10 @@ def test_shuffled_relation_shows_another_questions_relation(demo, minilm, vector
 def test_fixed_depth_never_stops_early(demo, minilm, vectors):
     p = Policy([stop("Cork"), stop("Cork"), stop("Cork")], resolver="Cork")
     (r,) = make(demo, minilm, vectors, p, variant="fixed_depth", budget=3).run(demo.questions[:1])
-    assert r["steps"] == 3 and r["budget_exhausted"] and r["prediction"] == "Cork"
+    g = EvidenceGraph.from_dict(r["trace"])
+    assert r["steps"] == 3 and r["prediction"] == "Cork"          # the stops of steps 1-2 were overridden
+    assert g.edges == [[1, "fixed depth: search again for the Initial Query", 2], [2, "fixed depth: search again for the Initial Query", 3], [3, "STOP"]]
+    assert [n.stop for n in g.nodes] == [False, False, True] and g.nodes[1].query == demo.questions[0].question
 
 
 def test_candidates_follow_rank_then_stored_order(demo, minilm, vectors):
