@@ -53,6 +53,7 @@ def test_cli_end_to_end_with_the_offline_models(tmp_path):
     assert s["llm_calls"] == 1 and s["prompt_tokens"] > 200
     rows = read_predictions(tmp_path / "r" / "predictions.jsonl")
     assert all(len(r["retrieved"]) == 10 for r in rows) and rows[0]["prediction"] == extract_answer(rows[0]["trace"]["raw"], rows[0]["question"])
+    assert rows[1]["prediction"] in ("The More The Merrier", "Sleep, My Love")   # a comparison: decoded under the options enum
 
 
 def test_cli_unknown_method_and_dataset(tmp_path):
