@@ -10,13 +10,13 @@ from dataclasses import dataclass, field, asdict
 from .core import Question
 from .models import ChatModel, Generation, StructuredOutputError, parse_json
 from .index import EvidenceStore
-from .baselines import Reader, Method, extract_answer, reader_prompt
+from .baselines import Reader, Method, extract_answer, reader_prompt, answer_options
 
 # %% auto #0
-__all__ = ['COMPOSITIONS', 'VARIANTS', 'FIXED_COMPOSITION', 'SUFFICIENCY_SCHEMA', 'NODE_SCHEMA', 'NODE_SCHEMA_NO_RELATION',
-           'SUFFICIENCY_SYSTEM', 'SUFFICIENCY_EXAMPLES', 'NODE_SYSTEM', 'NODE_EXAMPLES', 'Candidates',
-           'collect_candidates', 'Node', 'EvidenceGraph', 'evidence_lines', 'graph_summary', 'sufficiency_prompt',
-           'node_prompt', 'node_errors', 'coerce_node', 'MEGRAG', 'megrag_summary']
+__all__ = ['COMPOSITIONS', 'VARIANTS', 'FIXED_COMPOSITION', 'SUFFICIENCY_SCHEMA', 'TEXT_PATTERN', 'NODE_SCHEMA',
+           'NODE_SCHEMA_NO_RELATION', 'SUFFICIENCY_SYSTEM', 'SUFFICIENCY_EXAMPLES', 'NODE_SYSTEM', 'NODE_EXAMPLES',
+           'Candidates', 'collect_candidates', 'Node', 'EvidenceGraph', 'evidence_lines', 'graph_summary',
+           'node_schema', 'sufficiency_prompt', 'node_prompt', 'node_errors', 'coerce_node', 'MEGRAG', 'megrag_summary']
 
 # %% ../nbs/10_megrag.ipynb #929b6c87
 COMPOSITIONS = {"T": ("triples",), "T+S": ("triples", "sentences"), "T+S+P": ("triples", "sentences", "passages"),
@@ -165,14 +165,24 @@ def graph_summary(graph: EvidenceGraph, variant: str = "full", relations: dict |
 # %% ../nbs/10_megrag.ipynb #f9483d32
 SUFFICIENCY_SCHEMA = {"type": "object", "properties": {"sufficient": {"type": "boolean"}}, "required": ["sufficient"]}
 
-def _node_schema(with_relation: bool = True) -> dict:
-    props = {"intermediate_answer": {"type": "string", "maxLength": 80}, "resolved_path": {"type": "string", "maxLength": 200},
-             "stop": {"type": "boolean"}, "answer": {"type": "string", "maxLength": 80}, "missing": {"type": "string", "maxLength": 120},
-             "next_query": {"type": "string", "maxLength": 160}}
-    if with_relation: props["relation"] = {"type": "string", "maxLength": 100}
-    return {"type": "object", "properties": props, "required": list(props)}
+TEXT_PATTERN = r'''[A-Za-z0-9'(À-ɏ][^"\\\n]{0,%d}'''   # first character: a letter, digit, ' or ( (no punctuation filler)
 
-NODE_SCHEMA, NODE_SCHEMA_NO_RELATION = _node_schema(True), _node_schema(False)
+def _text(n: int) -> dict: return {"type": "string", "pattern": TEXT_PATTERN % (n - 1)}
+
+def node_schema(with_relation: bool = True, options: list[str] | None = None) -> dict:
+    """JSON schema of a node output whose two branches are the validity rules (stop | continue).
+
+    Strings are capped (answers 80 characters, paths 200, missing 120, queries 160, relations 100);
+    `options`: the stop answer is one of them (see `answer_options`)."""
+    keys = ["intermediate_answer", "resolved_path", "stop", "answer", "missing", "next_query"] + (["relation"] if with_relation else [])
+    head = {"intermediate_answer": _text(80), "resolved_path": _text(200)}
+    stop = {**head, "stop": {"const": True}, "answer": {"enum": list(options)} if options else _text(80),
+            "missing": {"const": "none"}, "next_query": {"const": ""}, "relation": {"const": ""}}
+    cont = {**head, "stop": {"const": False}, "answer": {"const": ""}, "missing": _text(120), "next_query": _text(160), "relation": _text(100)}
+    branch = lambda props: {"type": "object", "properties": {k: props[k] for k in keys}, "required": keys}
+    return {"oneOf": [branch(stop), branch(cont)]}
+
+NODE_SCHEMA, NODE_SCHEMA_NO_RELATION = node_schema(True), node_schema(False)
 
 SUFFICIENCY_SYSTEM = ('You judge whether the evidence is enough to answer the query. Reply with JSON: {"sufficient": true} or {"sufficient": false}.')
 SUFFICIENCY_EXAMPLES = [
@@ -268,13 +278,18 @@ class MEGRAG(Method):
         self._relation_pool: list[str] = []
         self._rng = random.Random(seed)
 
-    # -- one batched LLM call, costs booked to each node
-    def _ask(self, nodes: list[Node], prompts: list, **kw) -> list[Generation]:
-        t0 = time.perf_counter()
-        gens = self.llm.generate(prompts, **kw)
-        dt = (time.perf_counter() - t0) / max(len(prompts), 1)
-        for n, g in zip(nodes, gens):
-            n.llm_calls += 1; n.prompt_tokens += g.prompt_tokens; n.completion_tokens += g.completion_tokens; n.latency_s += dt
+    # -- batched LLM calls (one batch per distinct schema), costs booked to each node
+    def _ask(self, nodes: list[Node], prompts: list, schemas: list | None = None, **kw) -> list[Generation]:
+        groups: dict[str, list[int]] = {}
+        for i, sc in enumerate(schemas or [None] * len(prompts)): groups.setdefault(json.dumps(sc), []).append(i)
+        gens: list = [None] * len(prompts)
+        for key, idx in groups.items():
+            t0 = time.perf_counter()
+            out = self.llm.generate([prompts[i] for i in idx], json_schema=json.loads(key), **kw)
+            dt = (time.perf_counter() - t0) / len(idx)
+            for i, g in zip(idx, out):
+                gens[i] = g; n = nodes[i]
+                n.llm_calls += 1; n.prompt_tokens += g.prompt_tokens; n.completion_tokens += g.completion_tokens; n.latency_s += dt
         return gens
 
     def _views(self) -> tuple:
@@ -292,7 +307,7 @@ class MEGRAG(Method):
             ask = [(n, c) for n, c in undecided if any(c.of(level).values())]
             if not ask: continue
             gens = self._ask([n for n, _ in ask], [sufficiency_prompt(n.query, evidence_lines(c.of(level))) for n, c in ask],
-                             max_new_tokens=12, json_schema=SUFFICIENCY_SCHEMA)
+                             [SUFFICIENCY_SCHEMA] * len(ask), max_new_tokens=12)
             for (n, c), g in zip(ask, gens):
                 try: ok = parse_json(g.text).get("sufficient") is True
                 except StructuredOutputError: ok = False
@@ -303,7 +318,7 @@ class MEGRAG(Method):
 
     def decide(self, xs: list[str], nodes: list[Node], graphs: list[EvidenceGraph]):
         "The node call for each node, re-asked once when invalid, then coerced; fills the node's output fields."
-        schema = NODE_SCHEMA if self.with_relation else NODE_SCHEMA_NO_RELATION
+        schemas = [node_schema(self.with_relation, answer_options(x) if self.reader.constrain_options else None) for x in xs]
         hist = []
         for x, n, g in zip(xs, nodes, graphs):
             rel = None
@@ -312,7 +327,7 @@ class MEGRAG(Method):
                 rel = {m.step: self._rng.choice(pool) if pool else "unrelated: the author's birthplace" for m in g.nodes}
             hist.append(graph_summary(g, self.variant if self.variant in ("no_history", "no_relation") else "full", rel))
         prompts = [node_prompt(x, n.query, h, evidence_lines(n.evidence), self.with_relation) for x, n, h in zip(xs, nodes, hist)]
-        gens = self._ask(nodes, prompts, max_new_tokens=self.max_new_tokens, json_schema=schema)
+        gens = self._ask(nodes, prompts, schemas, max_new_tokens=self.max_new_tokens)
         outs, retry = [], []
         for i, (n, g) in enumerate(zip(nodes, gens)):
             try: o = parse_json(g.text)
@@ -324,7 +339,7 @@ class MEGRAG(Method):
             re_prompts = [prompts[i] + [{"role": "assistant", "content": txt},
                                         {"role": "user", "content": "Your JSON broke these rules: " + "; ".join(errs) + ". Reply again with corrected JSON."}]
                           for i, errs, txt in retry]
-            gens2 = self._ask([nodes[i] for i, _, _ in retry], re_prompts, max_new_tokens=self.max_new_tokens, json_schema=schema)
+            gens2 = self._ask([nodes[i] for i, _, _ in retry], re_prompts, [schemas[i] for i, _, _ in retry], max_new_tokens=self.max_new_tokens)
             for (i, _, _), g in zip(retry, gens2):
                 nodes[i].repaired = True
                 try: o = parse_json(g.text)
