@@ -150,3 +150,18 @@ def test_real_offline_model_on_three_questions(demo, minilm, smollm, tmp_path):
         assert g.budget_exhausted == (not g.nodes[-1].stop) and isinstance(r["prediction"], str)
         assert all(n.composition in ("T", "T+S", "T+S+P") and n.evidence for n in g.nodes)
         assert r["llm_calls"] >= 2 * len(g.nodes) and r["prompt_tokens"] > 0
+
+
+def test_node_schema_branches_are_the_validity_rules():
+    import jsonschema
+    from megrag_kit.megrag import node_schema
+    ok = lambda o, **kw: jsonschema.Draft202012Validator(node_schema(**kw)).is_valid(o)
+    s, c = json.loads(stop("Cork")), json.loads(cont("Xawery Żuławski", "Who is his mother?"))
+    assert ok(s) and ok(c) and node_errors(s) == [] and node_errors(c) == []
+    assert not ok({**s, "next_query": "more?"})            # a stop has an empty next query
+    assert not ok({**c, "answer": "Cork"})                  # a continue has an empty answer
+    assert not ok({**c, "missing": ", , ,"})                # punctuation filler is not text
+    assert not ok({**c, "relation": ""})                    # a continue names its relation ...
+    assert ok({k: v for k, v in c.items() if k != "relation"}, with_relation=False)   # ... unless the variant drops it
+    yes_no = dict(options=["yes", "no"])
+    assert ok({**s, "answer": "no"}, **yes_no) and not ok(s, **yes_no)   # a yes/no question stops with yes or no
