@@ -174,13 +174,22 @@ def run(method: str = typer.Option(..., help=f"one of {sorted(METHODS)}"),
 @app.command()
 def index(dataset: str = typer.Option("demo"), views: str = typer.Option("passage", help="comma list of passage,sentence,triple"),
           llm: str = typer.Option("smollm2-135m"), embedder: str = typer.Option("minilm"), device: str = typer.Option("auto"),
-          data_dir: Path = typer.Option(None)):
-    "Build (or finish building) a dataset's evidence store; prints what it holds."
+          data_dir: Path = typer.Option(None),
+          limit: int = typer.Option(None, help="triple view only for the passages the first N questions retrieve (their top --k)"),
+          k: int = typer.Option(10, help="passages per question with --limit (MEGRAG's N_P)")):
+    """Build (or finish building) a dataset's evidence store; prints what it holds.
+
+    OpenIE over a whole corpus with a small CPU model takes hours; `--limit N` extracts triples only for the
+    passages that the first N questions retrieve at step 1, which is what a `run --limit N` needs first
+    (later steps extract the rest lazily). Interrupted builds resume: finished passages are on disk."""
     vs = [v.strip() for v in views.split(",") if v.strip()]
     ds = load_dataset(dataset, data_dir)
     L = load_llm(llm, device) if "triple" in vs else None
-    store = EvidenceStore(ds, load_embedder(embedder, device), L, openie="eager" if "triple" in vs else "lazy")
-    typer.echo(json.dumps({"root": str(store.root), **store.build(vs)}, indent=1))
+    store = EvidenceStore(ds, load_embedder(embedder, device), L, openie="eager" if "triple" in vs and limit is None else "lazy")
+    pids = None
+    if limit is not None:
+        pids = list(dict.fromkeys(p for h in store.search([q.question for q in ds.questions[:limit]], k) for p, _ in h))
+    typer.echo(json.dumps({"root": str(store.root), **store.build(vs, pids)}, indent=1))
 
 @app.command()
 def compare(run_a: Path, run_b: Path, metric: list[str] = typer.Option(["f1", "em"])):

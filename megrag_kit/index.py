@@ -216,12 +216,12 @@ class EvidenceStore:
         if kind == "t": return " | ".join(self.triples(pid)[int(pos)][1])
         raise KeyError(uid)
 
-    def build(self, views=("passage",)) -> dict:
-        "Build the asked views now (`passage`, `sentence`, `triple`); returns a small report."
+    def build(self, views=("passage",), pids=None) -> dict:
+        "Build the asked views now (`passage`, `sentence`, `triple`: for the passages `pids` only, when given); returns a small report."
         rep = {}
         if "passage" in views: self.passage_index(); rep["passages"] = len(self.passages)
         if "sentence" in views: self.sentences(0); rep["sentences"] = sum(map(len, self._sentences))
         if "triple" in views:
-            self._load_triples(); c = self.extract_triples(range(len(self.passages)))
-            rep.update(triples=sum(map(len, self._triples.values())), openie_failed=len(self.openie_failures), **{f"openie_{k}": v for k, v in c.items()})
+            self._load_triples(); c = self.extract_triples(range(len(self.passages)) if pids is None else pids)
+            rep.update(triples=sum(map(len, self._triples.values())), passages_with_openie=len(self._triples), openie_failures_total=len(self.openie_failures), **{f"openie_{k}": v for k, v in c.items()})
         return rep

@@ -57,6 +57,14 @@ def test_openie_failures_are_counted_and_resumed(demo, tmp_path):
     store2.triples(9); assert len(llm2.seen) == 1 and 8 in store2.openie_failures
 
 
+def test_build_triples_for_some_passages_only(demo, tmp_path):
+    llm = ScriptedLLM(lambda prompt: '{"triples": [["Charles James Mathew", "born on", "24 October 1872"]]}')
+    store = EvidenceStore(demo, llm=llm, root=tmp_path, show_progress=False)
+    rep = store.build(["sentence", "triple"], pids=[7, 8, 7])
+    assert rep["openie_done"] == 2 and len(llm.seen) == 2 and sorted(store._triples) == [7, 8]
+    assert rep["sentences"] == sum(len(store.sentences(p)) for p in range(len(demo.corpus)))
+
+
 def test_lazy_triples_with_the_real_model_are_grounded(demo, smollm, tmp_path):
     store = EvidenceStore(demo, llm=smollm, root=tmp_path, show_progress=False)
     c = store.extract_triples([7])
