@@ -16,7 +16,8 @@ from .baselines import Reader, Method, extract_answer, reader_prompt, answer_opt
 __all__ = ['COMPOSITIONS', 'VARIANTS', 'FIXED_COMPOSITION', 'SUFFICIENCY_SCHEMA', 'TEXT_PATTERN', 'NODE_SCHEMA',
            'NODE_SCHEMA_NO_RELATION', 'SUFFICIENCY_SYSTEM', 'SUFFICIENCY_EXAMPLES', 'NODE_SYSTEM', 'NODE_EXAMPLES',
            'Candidates', 'collect_candidates', 'Node', 'EvidenceGraph', 'evidence_lines', 'graph_summary',
-           'node_schema', 'sufficiency_prompt', 'node_prompt', 'node_errors', 'coerce_node', 'MEGRAG', 'megrag_summary']
+           'node_schema', 'sufficiency_prompt', 'node_prompt', 'node_errors', 'coerce_node', 'resolver_context',
+           'MEGRAG', 'megrag_summary']
 
 # %% ../nbs/10_megrag.ipynb #929b6c87
 COMPOSITIONS = {"T": ("triples",), "T+S": ("triples", "sentences"), "T+S+P": ("triples", "sentences", "passages"),
@@ -259,6 +260,13 @@ def coerce_node(o: dict, q: str, x: str, with_relation: bool = True) -> dict:
             "relation": (s("relation") or "continues toward the Initial Query") if with_relation else ""}
 
 # %% ../nbs/10_megrag.ipynb #3ecc770d
+def resolver_context(graph: EvidenceGraph) -> list[str]:
+    """The final resolver's context (METHODS.md MEGRAG step 6): one block per step holding that step's selected
+    evidence `Z_i` (fine to coarse), in step order, then `b_B` as a candidate clue. Shown to the reader as given."""
+    return ([f"Step {n.step} evidence:\n" + "\n".join(t for _, t in sum(n.evidence.values(), [])) for n in graph.nodes] +
+            [f"Candidate answer from the last step: {graph.nodes[-1].intermediate_answer}"])
+
+# %% ../nbs/10_megrag.ipynb #6d97e33e
 class MEGRAG(Method):
     """MEGRAG inference (megrag.txt, Methodology; METHODS.md "MEGRAG").
 
@@ -378,9 +386,7 @@ class MEGRAG(Method):
         # budget exhausted: the final resolver answers x from the ordered Z_1..Z_B with b_B as a clue
         exhausted = [i for i, g in enumerate(graphs) if not g.nodes[-1].stop]
         if exhausted:
-            ctx = [[f"Step {n.step} evidence:\n" + "\n".join(t for _, t in sum(n.evidence.values(), [])) for n in graphs[i].nodes] +
-                   [f"Candidate answer from the last step: {graphs[i].nodes[-1].intermediate_answer}"] for i in exhausted]
-            res = self.resolver.answer([questions[i].question for i in exhausted], ctx)
+            res = self.resolver.answer([questions[i].question for i in exhausted], [resolver_context(graphs[i]) for i in exhausted])
             for i, (a, g) in zip(exhausted, res):
                 graphs[i].budget_exhausted = True
                 graphs[i].resolver = dict(answer=a, raw=g.text, clue=graphs[i].nodes[-1].intermediate_answer, llm_calls=1,
