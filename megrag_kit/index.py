@@ -153,15 +153,24 @@ class EvidenceStore:
     def _load_triples(self):
         if self._triples is not None: return
         if self.llm is None: raise ValueError("an LLM is needed for the triple view (OpenIE)")
-        self._triples, f = {}, self._triples_file()
-        if f.exists():
-            for line in f.read_text(encoding="utf-8").splitlines():
-                try: r = json.loads(line)
-                except json.JSONDecodeError: continue  # a line cut by a crash: that passage is redone
-                self._triples[r["pid"]] = [tuple(t) for t in r["triples"]]
-                if r.get("error"): self.openie_failures[r["pid"]] = r["error"]
-                else: self.openie_failures.pop(r["pid"], None)
+        self._triples, self._triples_pos = {}, 0
+        self._read_new_triples()
         if self.openie == "eager": self.extract_triples(range(len(self.passages)))
+
+    def _read_new_triples(self):
+        "Read the lines appended to the triple file since the last read (by this process or another one sharing the store)."
+        f = self._triples_file()
+        if not f.exists(): return
+        with open(f, "rb") as fh:
+            fh.seek(self._triples_pos); data = fh.read()
+        end = data.rfind(b"\n") + 1          # only whole lines: a line still being written is read next time
+        self._triples_pos += end
+        for line in data[:end].decode("utf-8").splitlines():
+            try: r = json.loads(line)
+            except json.JSONDecodeError: continue  # a line cut by a crash: that passage is redone
+            self._triples[r["pid"]] = [tuple(t) for t in r["triples"]]
+            if r.get("error"): self.openie_failures[r["pid"]] = r["error"]
+            else: self.openie_failures.pop(r["pid"], None)
 
     def extract_triples(self, pids) -> dict:
         """Run OpenIE on the passages among `pids` that have no triples yet; append each result to disk.
@@ -175,7 +184,9 @@ class EvidenceStore:
         bar = tqdm(total=len(todo), desc="OpenIE", disable=not self.show_progress or len(todo) < 16, unit="passage")
         with open(f, "a", encoding="utf-8") as out:
             for b in range(0, len(todo), self.openie_batch):
-                chunk = todo[b:b + self.openie_batch]
+                self._read_new_triples()   # another process sharing the store may have done some meanwhile
+                chunk = [p for p in todo[b:b + self.openie_batch] if p not in self._triples]
+                if not chunk: bar.update(len(todo[b:b + self.openie_batch])); continue
                 if self.openie_schema: gens = self.llm.generate([openie_prompt(self.passages[p].content) for p in chunk], max_new_tokens=320, json_schema=TRIPLE_SCHEMA)
                 else:  # free decoding stops at the end of the triple list (rows that would ramble on stop early; json-repair closes it)
                     gens = self.llm.generate([openie_prompt(self.passages[p].content) for p in chunk], max_new_tokens=320, stop=OPENIE_STOP)
@@ -188,7 +199,7 @@ class EvidenceStore:
                     counts["done"] += 1; counts["failed"] += err is not None
                     counts["prompt_tokens"] += g.prompt_tokens; counts["completion_tokens"] += g.completion_tokens; counts["cache_hits"] += g.cached
                 out.flush()
-                bar.update(len(chunk)); bar.set_postfix(failed=counts["failed"], tokens=counts["completion_tokens"], hits=counts["cache_hits"])
+                bar.update(len(todo[b:b + self.openie_batch])); bar.set_postfix(failed=counts["failed"], tokens=counts["completion_tokens"], hits=counts["cache_hits"])
         bar.close()
         return counts
 

@@ -65,6 +65,15 @@ def test_build_triples_for_some_passages_only(demo, tmp_path):
     assert rep["sentences"] == sum(len(store.sentences(p)) for p in range(len(demo.corpus)))
 
 
+def test_two_processes_share_a_triple_view(demo, tmp_path):
+    good = '{"triples": [["Charles James Mathew", "born on", "24 October 1872"]]}'
+    a, b = ScriptedLLM(lambda prompt: good), ScriptedLLM(lambda prompt: good)
+    sa = EvidenceStore(demo, llm=a, root=tmp_path, show_progress=False)
+    sb = EvidenceStore(demo, llm=b, root=tmp_path, show_progress=False)
+    sb.extract_triples([]); sa.extract_triples([7])         # b loaded the (empty) file before a wrote passage 7
+    assert sb.extract_triples([7, 8])["done"] == 1 and len(b.seen) == 1 and sb.triples(7) == sa.triples(7)
+
+
 def test_lazy_triples_with_the_real_model_are_grounded(demo, smollm, tmp_path):
     store = EvidenceStore(demo, llm=smollm, root=tmp_path, show_progress=False)
     c = store.extract_triples([7])
