@@ -95,6 +95,7 @@ class EvidenceStore:
         self.show_progress = show_progress
         self._index = self._sentences = None
         self._triples: dict[int, list] | None = None
+        self._triples_pos = 0   # bytes of the triple file already read
         self.openie_failures: dict[int, str] = {}
 
     @property

@@ -48,7 +48,8 @@ class _Stub(BaseHTTPRequestHandler):
             self.send_response(503); self.end_headers(); self.wfile.write(b"busy"); return
         if self.path.endswith("/chat/completions"):
             user = body["messages"][-1]["content"]
-            text = json.dumps({"echo": user[::-1]}) if body.get("response_format") else f"echo: {user}"
+            if srv.respond: text = srv.respond(body)
+            else: text = json.dumps({"echo": user[::-1]}) if body.get("response_format") else f"echo: {user}"
             resp = {"choices": [{"message": {"role": "assistant", "content": text}}],
                     "usage": {"prompt_tokens": len(user.split()), "completion_tokens": len(text.split())}}
         elif self.path.endswith("/embeddings"):
@@ -66,7 +67,7 @@ class _Stub(BaseHTTPRequestHandler):
 def stub_server():
     "A local server speaking the chat-completions and embeddings protocol on 127.0.0.1."
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
-    srv.requests, srv.fail_next = [], 0
+    srv.requests, srv.fail_next, srv.respond = [], 0, None   # respond(body) -> text overrides the echo
     t = threading.Thread(target=srv.serve_forever, daemon=True); t.start()
     srv.url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
     yield srv

@@ -1,5 +1,5 @@
 """MEGRAG control flow with a scripted fake LLM (unit tests only), and one real run of the offline model."""
-import json
+import json, uuid
 from dataclasses import asdict
 import pytest
 from megrag_kit.baselines import Reader
@@ -40,8 +40,8 @@ def vectors(demo, minilm, tmp_path_factory):
 
 
 def make(demo, minilm, vectors, policy, **kw):
+    policy.model_id = f"scripted-{uuid.uuid4().hex}"   # a fresh triple file per test (the scripted OpenIE)
     store = EvidenceStore(demo, minilm, policy, root=vectors, show_progress=False)
-    store._triples = {}  # fresh triple view per test (the scripted OpenIE)
     return MEGRAG(Reader(policy), store, **kw)
 
 
@@ -165,3 +165,17 @@ def test_node_schema_branches_are_the_validity_rules():
     assert ok({k: v for k, v in c.items() if k != "relation"}, with_relation=False)   # ... unless the variant drops it
     yes_no = dict(options=["yes", "no"])
     assert ok({**s, "answer": "no"}, **yes_no) and not ok(s, **yes_no)   # a yes/no question stops with yes or no
+
+
+def test_policy_over_an_openai_compatible_server(demo, minilm, vectors, stub_server):
+    "The HTTP backend: the node schema travels as response_format, calls of a step go out concurrently."
+    from megrag_kit.models import OpenAIChatModel
+    from megrag_kit.megrag import node_schema
+    route = Policy([stop("Cork")] * 3, sufficient=True).route
+    stub_server.respond = lambda body: route(body["messages"][-1]["content"])
+    llm = OpenAIChatModel(stub_server.url, f"policy-{uuid.uuid4().hex}", cache=False, concurrency=3)
+    store = EvidenceStore(demo, minilm, llm, root=vectors, show_progress=False)
+    rows = MEGRAG(Reader(llm), store, budget=2).run(demo.questions[:3])
+    assert [r["prediction"] for r in rows] == ["Cork"] * 3 and all(r["trace"]["edges"] == [[1, "STOP"]] for r in rows)
+    sent = [b["response_format"]["json_schema"]["schema"] for _, b in stub_server.requests if "response_format" in b]
+    assert node_schema() in sent and {"type": "object", "properties": {"sufficient": {"type": "boolean"}}, "required": ["sufficient"]} in sent
