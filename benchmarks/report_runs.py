@@ -4,11 +4,12 @@
 
 Each RUN_DIR holds a `summary.json` and `predictions.jsonl` (`megrag-kit run`). Rows: F1 and EM with their 95%
 intervals, n, LLM calls and tokens per question, and for MEGRAG runs mean steps, budget-exhausted %, composition
-shares, outputs parsed without repair and evidence recall. The differences are paired on the questions both
+shares, outputs parsed without repair and evidence recall. Then F1 by question type. The differences are paired on the questions both
 runs answered (`megrag-kit compare`), so a 16-question ablation is compared on those 16 questions."""
 import argparse, json
 from pathlib import Path
 from megrag_kit.cli import compare_runs
+from megrag_kit.baselines import answer_options
 
 
 def row(d: Path) -> str:
@@ -28,6 +29,18 @@ def main():
     print("| run | n | F1 | EM | LLM calls/q | tokens/q | mean steps | budget exhausted % | composition % | parsed w/o repair % | evidence recall % |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for d in a.runs: print(row(d))
+    print("\nF1 by question type, or by answer form where the data has no type (n):\n")
+    per = {d: {} for d in a.runs}
+    for d in a.runs:
+        for l in open(d / "predictions.jsonl"):
+            r = json.loads(l)   # without a qtype (the 2Wiki 1,000 set has none), group by answer form
+            t = r.get("qtype") or ("options (A or B, yes/no)" if answer_options(r["question"]) else "open answer")
+            per[d].setdefault(t, []).append(r["f1"])
+    types = sorted({t for v in per.values() for t in v})
+    print("| run | " + " | ".join(types) + " |"); print("|---|" + "---|" * len(types))
+    for d in a.runs:
+        cell = lambda t: f"{100 * sum(per[d][t]) / len(per[d][t]):.1f} ({len(per[d][t])})" if per[d].get(t) else "–"
+        print(f"| {d.name} | " + " | ".join(cell(t) for t in types) + " |")
     for ref in a.against:
         print(f"\nPaired bootstrap against `{ref.name}` (same questions; difference, 95% CI):\n")
         for d in a.runs:
