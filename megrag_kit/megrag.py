@@ -126,13 +126,14 @@ class EvidenceGraph:
         return G
 
     def draw(self, ax=None, width: int = 28):
-        "Draw the path left to right: each node shows q_i, composition and b_i; each edge its relation."
+        "Draw the path left to right: each node shows q_i, composition, b_i (and y_i when it stops); each edge its relation."
         import matplotlib.pyplot as plt, textwrap
         n = len(self.nodes) + (1 if any(e[1] == "STOP" for e in self.edges) else 0)
         if ax is None: _, ax = plt.subplots(figsize=(4 * max(n, 1), 3))
         wrap = lambda s: "\n".join(textwrap.wrap(s, width)[:3])
         for j, v in enumerate(self.nodes):
-            ax.text(j, 0, f"v{v.step} [{v.composition}]\nq: {wrap(v.query)}\nb: {wrap(v.intermediate_answer)}", ha="center", va="center",
+            y = f"\ny: {wrap(v.answer)}" if v.stop else ""
+            ax.text(j, 0, f"v{v.step} [{v.composition}]\nq: {wrap(v.query)}\nb: {wrap(v.intermediate_answer)}{y}", ha="center", va="center",
                     fontsize=8, bbox=dict(boxstyle="round", fc="#e8f0fe" if not v.stop else "#e6f4ea"))
         for e in self.edges:
             a = e[0] - 1; b = a + 1
