@@ -92,6 +92,7 @@ def run_method(method: Method, ds: Dataset, out, limit: int | None = None, batch
     pf = out / "predictions.jsonl"
     done = {r["id"] for r in read_predictions(pf)}
     todo = [q for q in qs if q.qid not in done]
+    if show_progress and len(todo) < len(qs): print(f"resuming {out}: {len(qs) - len(todo)} of {len(qs)} questions already answered", flush=True)
     bar = tqdm(total=len(qs), initial=len(qs) - len(todo), desc=method.name, disable=not show_progress, unit="q")
     with open(pf, "a", encoding="utf-8") as f:
         for b in range(0, len(todo), batch_size):
@@ -111,13 +112,14 @@ def run_method(method: Method, ds: Dataset, out, limit: int | None = None, batch
 
 def format_summary(s: dict) -> str:
     "A small text table of a summary: metric, mean, 95% interval."
-    lines = [f"{s['manifest']['method']} on {s['manifest']['dataset']} (n={s['n']})", f"{'metric':12s} {'mean':>7s}   95% CI"]
+    lines = [f"{s['manifest']['method']} on {s['manifest']['dataset']} (n={s['n']})", f"{'metric':18s} {'mean':>8s}   95% CI"]
     for m in SUMMARY_METRICS:
-        if m in s: lines.append(f"{m:12s} {s[m]:7.2f}   [{s['ci'][m][0]:.2f}, {s['ci'][m][1]:.2f}]")
-    for c in COST_FIELDS: lines.append(f"{c:12s} {s[c]:7.2f}")
+        if m in s: lines.append(f"{m:18s} {s[m]:8.2f}   [{s['ci'][m][0]:.2f}, {s['ci'][m][1]:.2f}]")
+    for c in COST_FIELDS: lines.append(f"{c:18s} {s[c]:8.2f}")
     for k in ("mean_steps", "budget_exhausted", "parsed_without_repair", "repairs", "evidence_recall"):
-        if k in s: lines.append(f"{k:12s} {s[k]}")
-    if "composition" in s: lines.append(f"composition  {s['composition']}")
+        if k in s: lines.append(f"{k:18s} {s[k]}")
+    for k in ("composition", "stop_step"):
+        if k in s: lines.append(f"{k:18s} {s[k]}")
     return "\n".join(lines)
 
 # %% ../nbs/09_cli.ipynb #97e47682
@@ -160,6 +162,8 @@ def run(method: str = typer.Option(..., help=f"one of {sorted(METHODS)}"),
         data_dir: Path = typer.Option(None, help="benchmark data folder (default: $MEGRAG_KIT_DATA or ../shared/data)")):
     "Answer a dataset's questions with one method; write predictions.jsonl and summary.json; print the table."
     if method not in METHODS: raise typer.BadParameter(f"unknown method {method!r}; choose from {sorted(METHODS)}")
+    if variant not in VARIANTS: raise typer.BadParameter(f"unknown variant {variant!r}; choose from {sorted(VARIANTS)}")
+    if openie not in ("lazy", "eager"): raise typer.BadParameter(f"--openie must be lazy or eager, not {openie!r}")
     set_seed(seed); device = resolve_device(device)
     ds = load_dataset(dataset, data_dir)
     L, E = _models(llm, embedder, device, batch_size, cache)

@@ -59,5 +59,7 @@ def test_cli_end_to_end_with_the_offline_models(tmp_path):
 def test_cli_unknown_method_and_dataset(tmp_path):
     r = CliRunner().invoke(app, ["run", "--method", "nope", "--dataset", "demo"])
     assert r.exit_code != 0 and "unknown method" in r.output
+    r = CliRunner().invoke(app, ["run", "--method", "megrag", "--variant", "nonsense", "--dataset", "demo"])
+    assert r.exit_code == 2 and "unknown variant 'nonsense'" in r.output and "Traceback" not in r.output   # refused before any model loads
     r = CliRunner().invoke(app, ["datasets"])
     assert r.exit_code == 0 and "2wikimultihopqa" in r.output and "demo" in r.output
