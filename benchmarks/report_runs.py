@@ -8,7 +8,7 @@ shares, outputs parsed without repair and evidence recall. Then F1 by question t
 runs answered (`megrag-kit compare`), so a 16-question ablation is compared on those 16 questions."""
 import argparse, json
 from pathlib import Path
-from megrag_kit.cli import compare_runs
+from megrag_kit.cli import compare_runs, read_predictions
 from megrag_kit.baselines import answer_options
 
 
@@ -32,8 +32,7 @@ def main():
     print("\nF1 by question type, or by answer form where the data has no type (n):\n")
     per = {d: {} for d in a.runs}
     for d in a.runs:
-        for l in open(d / "predictions.jsonl"):
-            r = json.loads(l)   # without a qtype (the 2Wiki 1,000 set has none), group by answer form
+        for r in read_predictions(d / "predictions.jsonl"):   # without a qtype (the 2Wiki 1,000 set has none), group by answer form
             t = r.get("qtype") or ("options (A or B, yes/no)" if answer_options(r["question"]) else "open answer")
             per[d].setdefault(t, []).append(r["f1"])
     types = sorted({t for v in per.values() for t in v})

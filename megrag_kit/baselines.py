@@ -112,8 +112,9 @@ class Reader:
         free = [i for i, o in enumerate(opts) if o is None]
         for i, g in zip(free, self.llm.generate([prompts[i] for i in free], max_new_tokens=self.max_new_tokens, stop=["\n"])):
             out[i] = (extract_answer(g.text, questions[i]), g)
-        for i in (i for i, o in enumerate(opts) if o is not None):   # one schema per question: not batchable
-            g = self.llm.generate([prompts[i]], max_new_tokens=self.max_new_tokens, json_schema={"enum": opts[i]})[0]
+        constrained = [i for i, o in enumerate(opts) if o is not None]   # one schema per question: generate groups them
+        gens = self.llm.generate([prompts[i] for i in constrained], max_new_tokens=self.max_new_tokens, json_schema=[{"enum": opts[i]} for i in constrained])
+        for i, g in zip(constrained, gens):
             try: a = json.loads(g.text)
             except json.JSONDecodeError: a = extract_answer(g.text, questions[i])
             out[i] = (a if isinstance(a, str) else str(a), g)

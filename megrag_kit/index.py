@@ -185,12 +185,13 @@ class EvidenceStore:
         bar = tqdm(total=len(todo), desc="OpenIE", disable=not self.show_progress or len(todo) < 16, unit="passage")
         with open(f, "a", encoding="utf-8") as out:
             for b in range(0, len(todo), self.openie_batch):
+                batch = todo[b:b + self.openie_batch]
                 self._read_new_triples()   # another process sharing the store may have done some meanwhile
-                chunk = [p for p in todo[b:b + self.openie_batch] if p not in self._triples]
-                if not chunk: bar.update(len(todo[b:b + self.openie_batch])); continue
-                if self.openie_schema: gens = self.llm.generate([openie_prompt(self.passages[p].content) for p in chunk], max_new_tokens=320, json_schema=TRIPLE_SCHEMA)
-                else:  # free decoding stops at the end of the triple list (rows that would ramble on stop early; json-repair closes it)
-                    gens = self.llm.generate([openie_prompt(self.passages[p].content) for p in chunk], max_new_tokens=320, stop=OPENIE_STOP)
+                chunk = [p for p in batch if p not in self._triples]
+                if not chunk: bar.update(len(batch)); continue
+                # free decoding stops at the end of the triple list (rows that would ramble on stop early; json-repair closes it)
+                decode = dict(json_schema=TRIPLE_SCHEMA) if self.openie_schema else dict(stop=OPENIE_STOP)
+                gens = self.llm.generate([openie_prompt(self.passages[p].content) for p in chunk], max_new_tokens=320, **decode)
                 for pid, g in zip(chunk, gens):
                     try: triples, err = parse_triples(g.text, self.passages[pid].content), None
                     except StructuredOutputError as e: triples, err = [], str(e)
@@ -200,7 +201,7 @@ class EvidenceStore:
                     counts["done"] += 1; counts["failed"] += err is not None
                     counts["prompt_tokens"] += g.prompt_tokens; counts["completion_tokens"] += g.completion_tokens; counts["cache_hits"] += g.cached
                 out.flush()
-                bar.update(len(todo[b:b + self.openie_batch])); bar.set_postfix(failed=counts["failed"], tokens=counts["completion_tokens"], hits=counts["cache_hits"])
+                bar.update(len(batch)); bar.set_postfix(failed=counts["failed"], tokens=counts["completion_tokens"], hits=counts["cache_hits"])
         bar.close()
         return counts
 

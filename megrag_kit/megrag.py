@@ -287,18 +287,11 @@ class MEGRAG(Method):
         self._relation_pool: list[str] = []
         self._rng = random.Random(seed)
 
-    # -- batched LLM calls (one batch per distinct schema), costs booked to each node
-    def _ask(self, nodes: list[Node], prompts: list, schemas: list | None = None, **kw) -> list[Generation]:
-        groups: dict[str, list[int]] = {}
-        for i, sc in enumerate(schemas or [None] * len(prompts)): groups.setdefault(json.dumps(sc), []).append(i)
-        gens: list = [None] * len(prompts)
-        for key, idx in groups.items():
-            t0 = time.perf_counter()
-            out = self.llm.generate([prompts[i] for i in idx], json_schema=json.loads(key), **kw)
-            dt = (time.perf_counter() - t0) / len(idx)
-            for i, g in zip(idx, out):
-                gens[i] = g; n = nodes[i]
-                n.llm_calls += 1; n.prompt_tokens += g.prompt_tokens; n.completion_tokens += g.completion_tokens; n.latency_s += dt
+    # -- batched LLM calls (`generate` batches the prompts sharing a schema), costs booked to each node
+    def _ask(self, nodes: list[Node], prompts: list, schemas: list, **kw) -> list[Generation]:
+        gens = self.llm.generate(prompts, json_schema=schemas, **kw)
+        for n, g in zip(nodes, gens):
+            n.llm_calls += 1; n.prompt_tokens += g.prompt_tokens; n.completion_tokens += g.completion_tokens; n.latency_s += g.latency_s
         return gens
 
     def _views(self) -> tuple:

@@ -69,11 +69,20 @@ class ChatModel:
         self._lock = threading.Lock()
 
     def generate(self, prompts: list, max_new_tokens: int = 64, temperature: float = 0.0, stop: list[str] | None = None,
-                 json_schema: dict | None = None, seed: int = 0) -> list[Generation]:
+                 json_schema: dict | list | None = None, seed: int = 0) -> list[Generation]:
         """Complete each prompt (str or message list). Returns `list[Generation]` of the same length.
 
         `stop`: strings at which the completion is cut (not included). `json_schema`: constrain the output
-        to this JSON schema where the backend supports it. Results are cached by (model, params, prompt)."""
+        to this JSON schema where the backend supports it; a list gives one schema per prompt, and the prompts
+        sharing a schema go out as one batch. Results are cached by (model, params, prompt)."""
+        if isinstance(json_schema, list):
+            if len(json_schema) != len(prompts): raise ValueError(f"{len(json_schema)} schemas for {len(prompts)} prompts")
+            groups: dict[str, tuple] = {}
+            for i, sc in enumerate(json_schema): groups.setdefault(json.dumps(sc, sort_keys=True), (sc, []))[1].append(i)
+            out = [None] * len(prompts)
+            for sc, idx in groups.values():
+                for i, g in zip(idx, self.generate([prompts[i] for i in idx], max_new_tokens, temperature, stop, sc, seed)): out[i] = g
+            return out
         params = dict(max_new_tokens=max_new_tokens, temperature=temperature, stop=stop or None, json_schema=json_schema,
                       seed=seed if temperature > 0 else None)
         msgs = [as_messages(p) for p in prompts]

@@ -90,3 +90,17 @@ def test_local_embedder(minilm):
     v = minilm.encode(["Aretha Franklin died in Detroit.", "The Queen of Soul passed away in Michigan.", "Photosynthesis in plants."])
     assert v.shape == (3, 384) and minilm.model_id == "all-MiniLM-L6-v2"
     assert v[0] @ v[1] > v[0] @ v[2] + 0.2
+
+
+def test_one_schema_per_prompt_batches_prompts_that_share_one():
+    from megrag_kit.models import ChatModel, Generation
+    class Recorder(ChatModel):
+        model_id = "recorder"
+        def __init__(self): super().__init__(cache=False); self.calls = []
+        def _generate(self, messages, **params):
+            self.calls.append((len(messages), params["json_schema"]))
+            return [Generation(f"{m[-1]['content']}:{params['json_schema']['enum'][0]}") for m in messages]
+    llm, a, b = Recorder(), {"enum": ["A"]}, {"enum": ["B"]}
+    out = llm.generate(["p0", "p1", "p2"], json_schema=[a, b, a])
+    assert [g.text for g in out] == ["p0:A", "p1:B", "p2:A"] and llm.calls == [(2, a), (1, b)]
+    with pytest.raises(ValueError, match="2 schemas for 3 prompts"): llm.generate(["x", "y", "z"], json_schema=[a, b])
