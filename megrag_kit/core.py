@@ -9,8 +9,8 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['STOPWORDS', 'Passage', 'Question', 'Dataset', 'DataError', 'cache_dir', 'resolve_device', 'set_seed', 'stable_hash',
-           'content_words']
+__all__ = ['STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError', 'cache_dir', 'resolve_device', 'set_seed',
+           'stable_hash', 'content_words', 'unit_id', 'parse_unit_id', 'unit_pid']
 
 # %% ../nbs/00_core.ipynb #af92815e
 @dataclass(frozen=True)
@@ -104,3 +104,21 @@ STOPWORDS = frozenset({"the", "a", "an", "of", "in", "on", "and", "or", "to", "i
 def content_words(text: str, stopwords=STOPWORDS) -> set[str]:
     "Lower-cased word tokens of `text` minus `stopwords`: the overlap unit of grounding and restatement checks."
     return {w for w in re.findall(r"\w+", text.lower()) if w not in stopwords}
+
+# %% ../nbs/00_core.ipynb #db272664
+UNIT_KINDS = {"p": "passage", "s": "sentence", "t": "triple", "x": "proposition"}
+
+def unit_id(kind: str, pid: int, pos: int | None = None) -> str:
+    "The id of a unit: `unit_id('p', 12) == 'p12'`, `unit_id('s', 12, 3) == 's12.3'`; `ValueError` for an unknown kind."
+    if kind not in UNIT_KINDS: raise ValueError(f"unknown unit kind {kind!r}; one of {sorted(UNIT_KINDS)}")
+    return f"{kind}{int(pid)}" if pos is None else f"{kind}{int(pid)}.{int(pos)}"
+
+def parse_unit_id(uid: str) -> tuple[str, int, int | None]:
+    "`'s12.3' -> ('s', 12, 3)`, `'p12' -> ('p', 12, None)`; `ValueError` naming the id when it is malformed."
+    m = re.fullmatch(r"([a-z])(\d+)(?:\.(\d+))?", str(uid))
+    if not m or m.group(1) not in UNIT_KINDS: raise ValueError(f"malformed unit id {uid!r}: expected e.g. p12, s12.3, t12.0")
+    return m.group(1), int(m.group(2)), None if m.group(3) is None else int(m.group(3))
+
+def unit_pid(uid: str) -> int:
+    "The passage id a unit belongs to: `unit_pid('t12.0') == 12`."
+    return parse_unit_id(uid)[1]

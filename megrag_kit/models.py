@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_models.ipynb #5cc761ae
 from __future__ import annotations
-import importlib.util, json, os, re, shutil, threading, time
+import contextlib, contextvars, hashlib, importlib.util, json, os, re, shutil, threading, time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
@@ -12,9 +12,10 @@ import numpy as np
 from .core import cache_dir, resolve_device, stable_hash
 
 # %% auto #0
-__all__ = ['SMOLLM2_GGUF', 'Generation', 'CallStats', 'LLMCache', 'as_messages', 'ChatModel', 'cut_at_stop', 'smollm2_path',
-           'HFChatModel', 'HTTPError', 'OpenAIChatModel', 'StructuredOutputError', 'parse_json', 'Embedder',
-           'minilm_path', 'STEmbedder', 'OpenAIEmbedder', 'load_llm', 'load_embedder']
+__all__ = ['MODEL_FILES', 'SMOLLM2_GGUF', 'Generation', 'Cost', 'cost_phase', 'CostMeter', 'LLMCache', 'as_messages', 'ChatModel',
+           'cut_at_stop', 'file_sha256', 'model_identity', 'smollm2_path', 'HFChatModel', 'HTTPError',
+           'OpenAIChatModel', 'StructuredOutputError', 'parse_json', 'Embedder', 'minilm_path', 'STEmbedder',
+           'OpenAIEmbedder', 'load_llm', 'load_embedder']
 
 # %% ../nbs/02_models.ipynb #639aa653
 @dataclass
@@ -27,19 +28,59 @@ class Generation:
     latency_s: float = 0.0
 
 @dataclass
-class CallStats:
-    "Running totals over a model's calls; `snapshot()` and `since(snapshot)` give per-question costs."
-    calls: int = 0
+class Cost:
+    """What some LLM calls cost: `llm_calls`, `cache_hits` (calls served by the cache, counted in `llm_calls` too),
+    `prompt_tokens`, `completion_tokens` and `llm_seconds` (model time in seconds; a cached call counts the time it
+    took when it was first made). `Cost.of(gens)` tallies `Generation`s; costs add with `+`."""
+    llm_calls: int = 0
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    llm_seconds: float = 0.0
 
-    def add(self, g: Generation):
-        self.calls += 1; self.cache_hits += g.cached
-        self.prompt_tokens += g.prompt_tokens; self.completion_tokens += g.completion_tokens
+    @classmethod
+    def of(cls, gens) -> "Cost":
+        "The cost of an iterable of `Generation`s."
+        c = cls()
+        for g in gens:
+            c.llm_calls += 1; c.cache_hits += int(g.cached); c.prompt_tokens += g.prompt_tokens
+            c.completion_tokens += g.completion_tokens; c.llm_seconds += g.latency_s
+        return c
 
-    def snapshot(self) -> dict: return asdict(self)
-    def since(self, snap: dict) -> dict: return {k: v - snap[k] for k, v in asdict(self).items()}
+    def __add__(self, o: "Cost") -> "Cost": return Cost(**{k: v + getattr(o, k) for k, v in asdict(self).items()})
+
+    @property
+    def tokens(self) -> int: return self.prompt_tokens + self.completion_tokens
+
+    def row(self) -> dict:
+        "The cost fields of a prediction row: the five counts plus `tokens`, seconds rounded to ms."
+        return {**asdict(self), "llm_seconds": round(self.llm_seconds, 3), "tokens": self.tokens}
+
+_METERS: contextvars.ContextVar = contextvars.ContextVar("megrag_kit_meters", default=())
+_PHASE: contextvars.ContextVar = contextvars.ContextVar("megrag_kit_phase", default="answering")
+
+@contextlib.contextmanager
+def cost_phase(name: str):
+    "Book the LLM calls made inside this block to phase `name` (the default phase is `answering`; the evidence store uses `indexing`)."
+    token = _PHASE.set(name)
+    try: yield
+    finally: _PHASE.reset(token)
+
+class CostMeter:
+    """`with CostMeter() as m:` sees every `ChatModel.generate` call made inside the block (any model, nested
+    meters included): `m.phases` maps a phase name (`answering`, `indexing`) to its `Cost`, `m.wall_s` is the
+    block's wall-clock seconds."""
+    def __init__(self): self.phases: dict[str, Cost] = {}; self.wall_s = 0.0
+    def record(self, gens):
+        ph = _PHASE.get()
+        self.phases[ph] = self.phases.get(ph, Cost()) + Cost.of(gens)
+    def __getitem__(self, phase: str) -> Cost: return self.phases.get(phase, Cost())
+    def __enter__(self):
+        self._token, self._t0 = _METERS.set(_METERS.get() + (self,)), time.perf_counter()
+        return self
+    def __exit__(self, *exc):
+        self.wall_s = time.perf_counter() - self._t0
+        _METERS.reset(self._token)
 
 # %% ../nbs/02_models.ipynb #e755ae7f
 class LLMCache:
@@ -65,7 +106,7 @@ class ChatModel:
     model_id: str = "base"
     def __init__(self, cache: LLMCache | bool | None = True):
         self.cache = LLMCache() if cache is True else (None if cache is False else cache)
-        self.stats = CallStats()
+        self.stats = Cost()      # everything this model was asked, cache hits included
         self._lock = threading.Lock()
 
     def generate(self, prompts: list, max_new_tokens: int = 64, temperature: float = 0.0, stop: list[str] | None = None,
@@ -89,7 +130,7 @@ class ChatModel:
         out, todo = [None] * len(msgs), []
         for i, m in enumerate(msgs):
             hit = self.cache.get(LLMCache.key(self.model_id, m, params)) if self.cache is not None else None
-            if hit is not None: out[i] = Generation(**{**hit, "cached": True, "latency_s": 0.0})
+            if hit is not None: out[i] = Generation(**{**hit, "cached": True})   # latency_s: what it cost when first made
             else: todo.append(i)
         step = max(1, getattr(self, "batch_size", 0) or getattr(self, "concurrency", 0) or 8)
         for b in range(0, len(todo), step):  # written to the cache chunk by chunk: a crash keeps what was done
@@ -101,8 +142,8 @@ class ChatModel:
                 g.text = cut_at_stop(g.text, stop); g.latency_s = g.latency_s or dt
                 if self.cache is not None: self.cache.set(LLMCache.key(self.model_id, msgs[i], params), g)
                 out[i] = g
-        with self._lock:
-            for g in out: self.stats.add(g)
+        with self._lock: self.stats = self.stats + Cost.of(out)
+        for m in _METERS.get(): m.record(out)
         return out
 
     def __call__(self, prompt, **kw) -> Generation:
@@ -117,6 +158,30 @@ def cut_at_stop(text: str, stop) -> str:
         j = text.find(s)
         if j >= 0: text = text[:j]
     return text
+
+# %% ../nbs/02_models.ipynb #77a0c619
+MODEL_FILES = ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.gguf", "*.json", "*.jinja", "*.model", "*.txt", "*.tiktoken")
+
+def file_sha256(path) -> str:
+    "sha256 (hex) of a file's bytes, remembered in `cache_dir('fingerprints')` under (resolved path, size, mtime)."
+    path = Path(path).resolve(); st = path.stat()
+    memo = cache_dir("fingerprints") / f"{stable_hash([str(path), st.st_size, st.st_mtime_ns])[:32]}.txt"
+    if memo.exists(): return memo.read_text().strip()
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""): h.update(block)
+    memo.write_text(h.hexdigest())
+    return h.hexdigest()
+
+def model_identity(name: str, folder, **extra) -> str:
+    """`name@<12 hex>`: the hash of the resolved `folder`, the sha256 of each model file in it (`MODEL_FILES`
+    patterns, sub-folders such as a LoRA adapter's included) and `extra` (chat template, dtype, ...).
+    `FileNotFoundError` if `folder` does not exist."""
+    folder = Path(folder).resolve()
+    if not folder.is_dir(): raise FileNotFoundError(f"model folder {folder} does not exist")
+    files = sorted({f for pat in MODEL_FILES for f in folder.rglob(pat) if f.is_file()})
+    digest = stable_hash({"folder": str(folder), "files": {str(f.relative_to(folder)): file_sha256(f) for f in files}, **extra})
+    return f"{name}@{digest[:12]}"
 
 # %% ../nbs/02_models.ipynb #c1a1e27b
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -154,11 +219,11 @@ class HFChatModel(ChatModel):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         self.path, self.device, self.batch_size = Path(path), resolve_device(device), batch_size
-        self.model_id = model_id or f"hf:{self.path.name}"
         self.tok = AutoTokenizer.from_pretrained(self.path)
         self.tok.padding_side = "left"
         if self.tok.pad_token is None: self.tok.pad_token = self.tok.eos_token
         dtype = dtype or (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
+        self.model_id = model_identity(model_id or f"hf:{self.path.name}", self.path, chat_template=self.tok.chat_template, dtype=str(dtype))
         self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=dtype).to(self.device).eval()
         self._outlines = None
 
@@ -286,7 +351,7 @@ class STEmbedder(Embedder):
     def __init__(self, path, device: str = "auto", model_id: str | None = None):
         from sentence_transformers import SentenceTransformer
         self.model = SentenceTransformer(str(path), device=resolve_device(device))
-        self.model_id = model_id or f"st:{Path(path).name}"
+        self.model_id = model_identity(model_id or f"st:{Path(path).name}", path)
         self.dim = self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension") else self.model.get_sentence_embedding_dimension()
 
     def encode(self, texts, batch_size=64):
