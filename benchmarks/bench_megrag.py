@@ -11,10 +11,7 @@ Nothing here asserts a time."""
 import argparse, os, time
 from megrag_kit.core import resolve_device
 from megrag_kit.data import load_dataset
-from megrag_kit.models import load_llm, load_embedder
-from megrag_kit.index import EvidenceStore
-from megrag_kit.baselines import Reader
-from megrag_kit.megrag import MEGRAG
+from megrag_kit.method import Resources, build_method
 
 
 def main():
@@ -26,19 +23,19 @@ def main():
     device = resolve_device(a.device)
     ds = load_dataset(a.dataset); qs = ds.questions[:a.questions]
     print(f"device={device} dataset={ds.name} questions={len(qs)} variant={a.variant} budget={a.budget} cores={os.cpu_count()}")
-    llm = load_llm("smollm2-135m", device, cache=False, batch_size=a.batch)
-    store = EvidenceStore(ds, load_embedder("minilm", device), llm, show_progress=False)
+    res = Resources(ds, "smollm2-135m", "minilm", device=device, batch_size=a.batch, cache=False)
+    store = res.store
     store.extract_triples([p for h in store.search([q.question for q in qs], 10) for p, _ in h])   # OpenIE outside the timing
     answers = {}
     for bs in (1, a.batch):
-        llm.batch_size = bs
-        m = MEGRAG(Reader(llm), store, budget=a.budget, variant=a.variant)
+        res.llm.batch_size = bs
+        m = build_method("megrag", dict(budget=a.budget, variant=a.variant), res)
         t = time.perf_counter()
-        rows = [r for b in range(0, len(qs), bs) for r in m.run(qs[b:b + bs])]
+        rows = [r for b in range(0, len(qs), bs) for r in m.answer(qs[b:b + bs])]
         dt = time.perf_counter() - t
-        answers[bs] = [r["prediction"] for r in rows]
-        calls = sum(r["llm_calls"] for r in rows) / len(rows); toks = sum(r["prompt_tokens"] + r["completion_tokens"] for r in rows) / len(rows)
-        steps = sum(r["steps"] for r in rows) / len(rows)
+        answers[bs] = [r.prediction for r in rows]
+        calls = sum(r.cost.llm_calls for r in rows) / len(rows); toks = sum(r.cost.tokens for r in rows) / len(rows)
+        steps = sum(r.fields["steps"] for r in rows) / len(rows)
         print(f"batch {bs:3d}: {60 * len(qs) / dt:6.2f} questions/minute  ({dt / len(qs):5.1f} s/question, {steps:.2f} steps, "
               f"{calls:.1f} LLM calls, {toks:.0f} tokens per question)")
     same = sum(x == y for x, y in zip(answers[1], answers[a.batch]))

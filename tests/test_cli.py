@@ -1,10 +1,14 @@
-import json
+"""The runner and the command line over the method seam: the run contract, resume, refusals, a new method without touching cli.py."""
+import json, sys, textwrap
+from dataclasses import dataclass
 import pytest
 from typer.testing import CliRunner
-from megrag_kit.cli import app, run_method, compare_runs, read_predictions
-from megrag_kit.baselines import Reader, Direct, Oracle, extract_answer
+from megrag_kit.cli import app
 from megrag_kit.data import load_dataset
-from megrag_kit.index import EvidenceStore
+from megrag_kit.method import METHODS, Answer, Config, Method, Resources, build_method, param, register
+from megrag_kit.models import Cost, cost_phase
+from megrag_kit.reader import extract_answer
+from megrag_kit.runner import run, compare_runs, read_predictions
 from conftest import ScriptedLLM
 
 
@@ -14,52 +18,149 @@ def demo(): return load_dataset("demo")
 
 def test_run_writes_the_contract_and_resumes(demo, tmp_path):
     llm = ScriptedLLM(lambda prompt: "Cork")
-    store = EvidenceStore(demo, root=tmp_path / "store", show_progress=False)
     out = tmp_path / "run"
-    s = run_method(Oracle(Reader(llm), store), demo, out, limit=3, batch_size=2, show_progress=False)
+    s = run(build_method("oracle", {}, Resources(demo, llm, None)), demo, out, limit=3, batch_size=2, show_progress=False)
     rows = read_predictions(out / "predictions.jsonl")
     assert [r["id"] for r in rows] == [q.qid for q in demo.questions[:3]]
     r = rows[0]
-    for k in ("id", "question", "gold_answers", "prediction", "retrieved", "llm_calls", "prompt_tokens", "completion_tokens", "latency_s", "trace"):
+    for k in ("id", "question", "gold_answers", "prediction", "retrieved", "llm_calls", "prompt_tokens", "completion_tokens", "latency_s", "trace", "indexing"):
         assert k in r
-    assert r["em"] == 1.0 and r["recall@5"] == 1.0 and s["n"] == 3 and s["llm_calls"] == 1 and s["tokens"] == 13
-    assert s["em"] == pytest.approx(100 * sum(x["em"] for x in rows) / 3, abs=0.01)
-    assert json.loads((out / "summary.json").read_text())["manifest"]["method"] == "oracle"
+    assert r["em"] == 1.0 and r["recall@5"] == 1.0 and r["recall@1"] == 0.5 and r["hit@1"] == 1.0 and s["n"] == 3
+    assert s["llm_calls"] == 1 and s["tokens"] == 13 and s["prompt_tokens"] == 10
+    assert s["em"] == pytest.approx(100 * sum(x["em"] for x in rows) / 3, abs=0.01) and s["ci"]["recall@20"] == [100.0, 100.0]
+    m = json.loads((out / "summary.json").read_text())["manifest"]
+    assert m["method"] == "oracle" and m["params"]["reader_max_passages"] == 3 and m["models"] == {"llm": "scripted"} and "git_commit" in m["versions"]
     # resume: only the 2 new questions are asked
     n = len(llm.seen)
-    run_method(Oracle(Reader(llm), store), demo, out, limit=5, batch_size=2, show_progress=False)
+    run(build_method("oracle", {}, Resources(demo, llm, None)), demo, out, limit=5, batch_size=2, show_progress=False)
     assert len(llm.seen) - n == 2 and len(read_predictions(out / "predictions.jsonl")) == 5
-    # another method into the same folder is refused
-    with pytest.raises(ValueError, match="holds another run"):
-        run_method(Direct(Reader(llm)), demo, out, limit=5, show_progress=False)
+    # another method or parameter into the same folder is refused, naming what differs
+    with pytest.raises(ValueError, match="differs in method, params"):
+        run(build_method("direct", {"reader_max_passages": 5}, Resources(demo, llm, None)), demo, out, limit=5, show_progress=False)
+
+
+def test_a_changed_model_identity_refuses_to_resume(demo, tmp_path):
+    a, b = ScriptedLLM(lambda p: "x"), ScriptedLLM(lambda p: "x")
+    a.model_id, b.model_id = "hf:checkpoint-100@aaaaaaaaaaaa", "hf:checkpoint-100@bbbbbbbbbbbb"
+    res_a = Resources(demo, a, None); res_a.llm_spec = "hf:runs/checkpoint-100"
+    run(build_method("direct", {}, res_a), demo, tmp_path / "r", limit=1, show_progress=False)
+    res_b = Resources(demo, b, None); res_b.llm_spec = "hf:runs/checkpoint-100"      # same spec, other weights
+    with pytest.raises(ValueError, match="started with llm hf:checkpoint-100@aaaa"):
+        run(build_method("direct", {}, res_b), demo, tmp_path / "r", limit=2, show_progress=False)
+
+
+def test_a_cut_last_line_is_redone_and_a_bad_middle_line_is_an_error(demo, tmp_path):
+    llm = ScriptedLLM(lambda p: "Cork")
+    out = tmp_path / "r"
+    run(build_method("direct", {}, Resources(demo, llm, None)), demo, out, limit=2, show_progress=False)
+    f = out / "predictions.jsonl"
+    lines = f.read_text().splitlines()
+    f.write_text(lines[0] + "\n" + lines[1][:40])                   # killed while writing the second row
+    run(build_method("direct", {}, Resources(demo, llm, None)), demo, out, limit=2, show_progress=False)
+    rows = read_predictions(f)
+    assert [r["id"] for r in rows] == [q.qid for q in demo.questions[:2]]
+    f.write_text("not json\n" + f.read_text())
+    with pytest.raises(ValueError, match="predictions.jsonl: line 1 is not JSON"): read_predictions(f)
+
+
+def test_indexing_cost_is_kept_apart(demo, tmp_path):
+    "Calls made under cost_phase('indexing') (OpenIE) are shared among the batch, not counted as answering calls."
+    @register
+    class _Indexes(Method):
+        name = "_test_indexing"
+        def answer(self, questions):
+            with cost_phase("indexing"): self.res.llm.generate(["index me", "and me"])
+            g = self.res.llm.generate([q.question for q in questions])
+            return [Answer("x", cost=Cost.of([x])) for x in g]
+    try:
+        s = run(build_method("_test_indexing", {}, Resources(demo, ScriptedLLM(lambda p: "x"), None)), demo, tmp_path / "r", limit=4, batch_size=4, show_progress=False)
+        assert s["llm_calls"] == 1 and s["indexing"]["llm_calls"] == 0.5 and s["indexing"]["tokens"] == 6.5
+    finally: del METHODS["_test_indexing"]
+
+
+def test_direct_never_loads_the_embedder(demo, tmp_path):
+    "Resources build a model only when a method touches it: direct answers closed book, so MiniLM is never loaded."
+    s = run(build_method("direct", {}, Resources(demo, ScriptedLLM(lambda p: "x"), "minilm")), demo, tmp_path / "d", limit=2, show_progress=False)
+    assert s["manifest"]["models"] == {"llm": "scripted"} and s["manifest"]["embedder"] == "minilm" and "recall@5" not in s
 
 
 def test_compare_runs(demo, tmp_path):
-    store = EvidenceStore(demo, root=tmp_path / "store", show_progress=False)
     gold = {q.question: q.answers[0] for q in demo.questions}
     right = ScriptedLLM(lambda p: gold[p.split("Question: ")[-1]])
-    run_method(Oracle(Reader(right), store), demo, tmp_path / "a", show_progress=False)
-    run_method(Direct(Reader(ScriptedLLM(lambda p: "unknown"))), demo, tmp_path / "b", show_progress=False)
+    run(build_method("oracle", {}, Resources(demo, right, None)), demo, tmp_path / "a", show_progress=False)
+    run(build_method("direct", {}, Resources(demo, ScriptedLLM(lambda p: "unknown"), None)), demo, tmp_path / "b", show_progress=False)
     c = compare_runs(tmp_path / "a", tmp_path / "b")
     assert c["em"]["n"] == 30 and c["em"]["diff"] == 100.0 and c["em"]["lo"] == 100.0
 
 
+def test_methods_lists_every_method_with_its_parameters():
+    r = CliRunner().invoke(app, ["methods"])
+    assert r.exit_code == 0, r.output
+    for name in ("direct", "native_rag", "oracle", "megrag"): assert f"\n{name}: " in "\n" + r.output
+    assert "budget" in r.output and "[B]" in r.output and "[N_P]" in r.output and "= 'full'" in r.output
+    r = CliRunner().invoke(app, ["methods", "nope"])
+    assert r.exit_code == 2 and "unknown method 'nope'" in r.output
+
+
+def test_bad_input_is_refused_before_any_model_loads(tmp_path):
+    for args, says in ((["run", "nope"], "unknown method 'nope'; registered: direct"),
+                       (["run", "megrag", "--set", "variant=nonsense"], "variant must be one of"),
+                       (["run", "megrag", "--set", "budget=two"], "budget expects int, got 'two'"),
+                       (["run", "megrag", "--set", "budget"], "--set takes name=value"),
+                       (["run", "native_rag", "--set", "kk=3"], "unknown parameter kk; valid: reader_max_passages")):
+        r = CliRunner().invoke(app, args + ["--llm", "hf:/no/such/model", "--out", str(tmp_path / "x")])
+        assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, (args, r.output)
+    assert not (tmp_path / "x").exists()
+    r = CliRunner().invoke(app, ["datasets"])
+    assert r.exit_code == 0 and "2wikimultihopqa" in r.output and "demo" in r.output
+
+
+@register
+class WordCount(Method):
+    "A toy method defined in this test file: answers with the number of words of the question (no model)."
+    name = "toy_word_count"
+
+    @dataclass(frozen=True)
+    class Config(Config):
+        offset: int = param(0, "added to the count")
+
+    def answer(self, questions):
+        return [Answer(str(len(q.question.split()) + self.config.offset)) for q in questions]
+
+
+def test_a_new_method_runs_from_the_cli_without_touching_it(demo, tmp_path):
+    r = CliRunner().invoke(app, ["run", "toy_word_count", "--set", "offset=2", "--dataset", "demo", "--limit", "3", "--out", str(tmp_path / "t")])
+    assert r.exit_code == 0, r.output
+    rows = read_predictions(tmp_path / "t" / "predictions.jsonl")
+    assert [r["prediction"] for r in rows] == [str(len(q.question.split()) + 2) for q in demo.questions[:3]]
+    assert json.loads((tmp_path / "t" / "run.json").read_text())["models"] == {}        # it asked for no model, none was loaded
+    assert "toy_word_count" in CliRunner().invoke(app, ["methods"]).output
+
+
+def test_a_plugin_module_registers_a_method(demo, tmp_path, monkeypatch):
+    (tmp_path / "my_lab_methods.py").write_text(textwrap.dedent('''
+        from megrag_kit.method import Answer, Method, register
+        @register
+        class Echo(Method):
+            "Answers with the question itself."
+            name = "lab_echo"
+            def answer(self, questions): return [Answer(q.question) for q in questions]
+    '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        r = CliRunner().invoke(app, ["run", "lab_echo", "--plugin", "my_lab_methods", "--dataset", "demo", "--limit", "1", "--out", str(tmp_path / "e")])
+        assert r.exit_code == 0 and read_predictions(tmp_path / "e" / "predictions.jsonl")[0]["prediction"] == demo.questions[0].question, r.output
+    finally: METHODS.pop("lab_echo", None)
+
+
+@pytest.mark.slow
 def test_cli_end_to_end_with_the_offline_models(tmp_path):
-    res = CliRunner().invoke(app, ["run", "--method", "native_rag", "--dataset", "demo", "--limit", "2", "--out", str(tmp_path / "r"), "--device", "cpu"])
+    res = CliRunner().invoke(app, ["run", "native_rag", "--dataset", "demo", "--limit", "2", "--out", str(tmp_path / "r"), "--device", "cpu"])
     assert res.exit_code == 0, res.output
     assert "native_rag on demo (n=2)" in res.output and "f1" in res.output
     s = json.loads((tmp_path / "r" / "summary.json").read_text())
-    assert s["n"] == 2 and s["manifest"]["llm"] == "smollm2-135m-instruct-q4_1" and s["manifest"]["embedder"] == "all-MiniLM-L6-v2"
+    assert s["n"] == 2 and s["manifest"]["models"]["llm"].startswith("smollm2-135m-instruct-q4_1@") and s["manifest"]["models"]["embedder"].startswith("all-MiniLM-L6-v2@")
     assert s["llm_calls"] == 1 and s["prompt_tokens"] > 200
     rows = read_predictions(tmp_path / "r" / "predictions.jsonl")
     assert all(len(r["retrieved"]) == 10 for r in rows) and rows[0]["prediction"] == extract_answer(rows[0]["trace"]["raw"], rows[0]["question"])
     assert rows[1]["prediction"] in ("The More The Merrier", "Sleep, My Love")   # a comparison: decoded under the options enum
-
-
-def test_cli_unknown_method_and_dataset(tmp_path):
-    r = CliRunner().invoke(app, ["run", "--method", "nope", "--dataset", "demo"])
-    assert r.exit_code != 0 and "unknown method" in r.output
-    r = CliRunner().invoke(app, ["run", "--method", "megrag", "--variant", "nonsense", "--dataset", "demo"])
-    assert r.exit_code == 2 and "unknown variant 'nonsense'" in r.output and "Traceback" not in r.output   # refused before any model loads
-    r = CliRunner().invoke(app, ["datasets"])
-    assert r.exit_code == 0 and "2wikimultihopqa" in r.output and "demo" in r.output

@@ -1,22 +1,31 @@
-"""MEGRAG control flow with a scripted fake LLM (unit tests only), and one real run of the offline model."""
+"""MEGRAG control flow with a scripted fake LLM and a hashing embedder (fast tier), and real runs of the offline models (slow)."""
 import json, uuid
 from dataclasses import asdict
 import pytest
-from megrag_kit.baselines import Reader
 from megrag_kit.data import load_dataset
 from megrag_kit.index import EvidenceStore
-from megrag_kit.megrag import MEGRAG, EvidenceGraph, node_errors, megrag_summary, collect_candidates
+from megrag_kit.megrag import EvidenceGraph, node_errors, megrag_summary, collect_candidates
+from megrag_kit.method import Resources, build_method
+from megrag_kit.runner import run, read_predictions
 from conftest import ScriptedLLM
+from fakes import HashEmbedder
 
 
 def stop(ans): return json.dumps(dict(intermediate_answer=ans, resolved_path=f"-> {ans}", stop=True, answer=ans, missing="none", next_query="", relation=""))
 def cont(b, nq, rel="then the next hop"): return json.dumps(dict(intermediate_answer=b, resolved_path=f"-> {b}", stop=False, answer="", missing=f"about {b}", next_query=nq, relation=rel))
 
 
+class _Endless:
+    "A node script that never runs out: `pop(0)` answers the last node prompt with `script(prompt)`."
+    def __init__(self, script): self.script, self.last = script, ""
+    def pop(self, _): return self.script(self.last)
+
+
 class Policy(ScriptedLLM):
     """Routes by prompt kind: OpenIE, sufficiency judge, node call, repair, final resolver."""
     def __init__(self, nodes, sufficient=False, resolver="Resolved"):
-        self.nodes, self.sufficient, self.resolver, self.kinds = list(nodes), sufficient, resolver, []
+        self.nodes = nodes if isinstance(nodes, _Endless) else list(nodes)
+        self.sufficient, self.resolver, self.kinds = sufficient, resolver, []
         super().__init__(self.route)
     def route(self, msg):
         if msg.startswith("Passage:"):
@@ -25,6 +34,7 @@ class Policy(ScriptedLLM):
         if "Is the evidence sufficient" in msg: self.kinds.append("judge"); return json.dumps({"sufficient": self.sufficient})
         if "Candidate answer from the last step" in msg: self.kinds.append("resolver"); return self.resolver
         self.kinds.append("repair" if msg.startswith("Your JSON broke") else "node")
+        if isinstance(self.nodes, _Endless): self.nodes.last = msg
         return self.nodes.pop(0)
 
 
@@ -33,106 +43,148 @@ def demo(): return load_dataset("demo")
 
 
 @pytest.fixture(scope="module")
-def vectors(demo, minilm, tmp_path_factory):
-    root = tmp_path_factory.mktemp("store")
-    EvidenceStore(demo, minilm, root=root, show_progress=False).passage_index()
-    return root
+def vectors(tmp_path_factory):
+    return tmp_path_factory.mktemp("store")     # one store folder per module: the hashed passage vectors are built once
 
 
-def make(demo, minilm, vectors, policy, **kw):
+def resources(demo, vectors, policy, embedder=None):
     policy.model_id = f"scripted-{uuid.uuid4().hex}"   # a fresh triple file per test (the scripted OpenIE)
-    store = EvidenceStore(demo, minilm, policy, root=vectors, show_progress=False)
-    return MEGRAG(Reader(policy), store, **kw)
+    return Resources(demo, llm=policy, embedder=embedder or HashEmbedder(), store_root=vectors)
 
 
-def test_stop_at_step_one(demo, minilm, vectors):
+def make(demo, vectors, policy, **params):
+    return build_method("megrag", params, resources(demo, vectors, policy))
+
+
+def test_stop_at_step_one(demo, vectors):
     p = Policy([stop("Cork")])
-    (r,) = make(demo, minilm, vectors, p).run(demo.questions[:1])
-    g = EvidenceGraph.from_dict(r["trace"])
-    assert r["prediction"] == "Cork"
+    (r,) = make(demo, vectors, p).answer(demo.questions[:1])
+    g = EvidenceGraph.from_dict(r.trace)
+    assert r.prediction == "Cork"
     assert len(g.nodes) == 1 and g.edges == [[1, "STOP"]] and not g.budget_exhausted
     assert p.kinds.count("judge") == 2 and g.nodes[0].composition == "T+S+P"    # neither T nor T+S judged sufficient
     assert len(g.nodes[0].evidence["passages"]) == 10 and len(g.nodes[0].evidence["triples"]) == 10  # one scripted triple per passage
-    assert r["llm_calls"] == 3 and r["steps"] == 1
+    assert r.cost.llm_calls == 3 and r.fields["steps"] == 1 and r.cost.prompt_tokens == 30 and r.cost.completion_tokens == 9
 
 
-def test_sufficient_triples_stop_the_cascade(demo, minilm, vectors):
+def test_sufficient_triples_stop_the_cascade(demo, vectors):
     p = Policy([stop("Cork")], sufficient=True)
-    (r,) = make(demo, minilm, vectors, p).run(demo.questions[:1])
-    n = EvidenceGraph.from_dict(r["trace"]).nodes[0]
+    (r,) = make(demo, vectors, p).answer(demo.questions[:1])
+    n = EvidenceGraph.from_dict(r.trace).nodes[0]
     assert n.composition == "T" and list(n.evidence) == ["triples"] and n.sufficiency == [["T", True]]
     assert p.kinds.count("judge") == 1
 
 
-def test_continue_then_stop_builds_a_path(demo, minilm, vectors):
+def test_continue_then_stop_builds_a_path(demo, vectors):
     p = Policy([cont("James Charles Mathew", "Where was James Charles Mathew buried?", "father -> burial place"), stop("Cork")])
-    (r,) = make(demo, minilm, vectors, p).run(demo.questions[:1])
-    g = EvidenceGraph.from_dict(r["trace"])
+    (r,) = make(demo, vectors, p).answer(demo.questions[:1])
+    g = EvidenceGraph.from_dict(r.trace)
     assert [n.query for n in g.nodes] == [demo.questions[0].question, "Where was James Charles Mathew buried?"]
     assert g.edges == [[1, "father -> burial place", 2], [2, "STOP"]]
     node2_prompt = [m for m in p.seen if m[-1]["content"].startswith("Initial Query")][-1][-1]["content"]
     assert "Step 1: query: Where was the place of burial" in node2_prompt and "relation to next query: father -> burial place" in node2_prompt
-    assert r["prediction"] == "Cork" and all(node_errors(asdict(n)) == [] for n in g.nodes)
+    assert r.prediction == "Cork" and all(node_errors(asdict(n)) == [] for n in g.nodes)
     G = g.to_networkx()
     assert list(G.edges(data="relation")) == [("v1", "v2", "father -> burial place"), ("v2", "STOP", "STOP")]
 
 
-def test_budget_exhaustion_calls_the_resolver_with_ordered_evidence(demo, minilm, vectors):
+def test_budget_exhaustion_calls_the_resolver_with_ordered_evidence(demo, vectors):
     p = Policy([cont("A", "query two"), cont("B", "query three")], resolver="Cork")
-    (r,) = make(demo, minilm, vectors, p, budget=2).run(demo.questions[:1])
-    g = EvidenceGraph.from_dict(r["trace"])
+    (r,) = make(demo, vectors, p, budget=2).answer(demo.questions[:1])
+    g = EvidenceGraph.from_dict(r.trace)
     assert g.budget_exhausted and len(g.nodes) == 2 and g.edges == [[1, "then the next hop", 2]]
-    assert r["prediction"] == "Cork" and g.resolver["clue"] == "B"
+    assert r.prediction == "Cork" and g.resolver["clue"] == "B"
     ctx = [m for m in p.seen if "Candidate answer from the last step" in m[-1]["content"]][0][-1]["content"]
     assert ctx.index("Step 1 evidence") < ctx.index("Step 2 evidence") < ctx.index("Candidate answer from the last step: B")
 
 
-def test_invalid_output_is_repaired_then_coerced(demo, minilm, vectors):
+def test_invalid_output_is_repaired_then_coerced(demo, vectors):
     bad = json.dumps(dict(intermediate_answer="Cork", resolved_path="", stop=True, answer="", missing="", next_query="", relation=""))
     p = Policy([bad, stop("Cork")])
-    (r,) = make(demo, minilm, vectors, p).run(demo.questions[:1])
-    n = EvidenceGraph.from_dict(r["trace"]).nodes[0]
-    assert n.repaired and not n.coerced and not n.parsed_ok and r["prediction"] == "Cork" and "repair" in p.kinds
+    (r,) = make(demo, vectors, p).answer(demo.questions[:1])
+    n = EvidenceGraph.from_dict(r.trace).nodes[0]
+    assert n.repaired and not n.coerced and not n.parsed_ok and r.prediction == "Cork" and "repair" in p.kinds
     p2 = Policy(["not json", "still not json"])
-    (r2,) = make(demo, minilm, vectors, p2, budget=1).run(demo.questions[:1])
-    n2 = EvidenceGraph.from_dict(r2["trace"]).nodes[0]
+    (r2,) = make(demo, vectors, p2, budget=1).answer(demo.questions[:1])
+    n2 = EvidenceGraph.from_dict(r2.trace).nodes[0]
     assert n2.coerced and node_errors(asdict(n2)) == [] and not n2.stop and n2.next_query == demo.questions[0].question
-    assert r2["budget_exhausted"] and megrag_summary([{**r2, "gold_pids": [1]}])["coerced"] == 1
+    assert r2.fields["budget_exhausted"] and megrag_summary([{**r2.fields, "gold_pids": [1]}])["coerced"] == 1
 
 
-@pytest.mark.parametrize("variant,check", [
-    ("triples_only", lambda p, g: "judge" not in p.kinds and list(g.nodes[0].evidence) == ["triples"]),
-    ("sentences_only", lambda p, g: "judge" not in p.kinds and list(g.nodes[0].evidence) == ["sentences"] and "openie" not in p.kinds),
-    ("passages_only", lambda p, g: list(g.nodes[0].evidence) == ["passages"] and "openie" not in p.kinds),
-    ("no_history", lambda p, g: "Step 1: query" not in p.node_prompts[1] and "[t" in p.node_prompts[1].split("History:")[1].split("Evidence:")[0]),
-    ("no_relation", lambda p, g: "relation to next query" not in p.node_prompts[1] and g.nodes[0].relation == ""),
-    ("full", lambda p, g: "relation to next query: then the next hop" in p.node_prompts[1]),
+@pytest.mark.parametrize("params,check", [
+    ({"variant": "triples_only"}, lambda p, g: "judge" not in p.kinds and list(g.nodes[0].evidence) == ["triples"]),
+    ({"evidence": "S"}, lambda p, g: "judge" not in p.kinds and list(g.nodes[0].evidence) == ["sentences"] and "openie" not in p.kinds),
+    ({"variant": "passages_only"}, lambda p, g: list(g.nodes[0].evidence) == ["passages"] and "openie" not in p.kinds),
+    ({"history": "evidence"}, lambda p, g: "Step 1: query" not in p.node_prompts[1] and "[t" in p.node_prompts[1].split("History:")[1].split("Evidence:")[0]),
+    ({"variant": "no_relation"}, lambda p, g: "relation to next query" not in p.node_prompts[1] and g.nodes[0].relation == ""),
+    ({}, lambda p, g: "relation to next query: then the next hop" in p.node_prompts[1]),
 ])
-def test_variants_change_the_prompt(demo, minilm, vectors, variant, check):
+def test_variants_change_the_prompt(demo, vectors, params, check):
     p = Policy([cont("A", "query two"), stop("Cork")])
-    (r,) = make(demo, minilm, vectors, p, variant=variant).run(demo.questions[:1])
+    (r,) = make(demo, vectors, p, **params).answer(demo.questions[:1])
     p.node_prompts = [m[-1]["content"] for m in p.seen if m[-1]["content"].startswith("Initial Query")]
-    assert check(p, EvidenceGraph.from_dict(r["trace"]))
+    assert check(p, EvidenceGraph.from_dict(r.trace))
 
 
-def test_shuffled_relation_shows_another_questions_relation(demo, minilm, vectors):
-    p = Policy([cont("A", "qa two", "relation of question one"), cont("B", "qb two", "relation of question two"), stop("x"), stop("y")])
-    make(demo, minilm, vectors, p, variant="shuffled_relation").run(demo.questions[:2])
-    step2 = [m[-1]["content"] for m in p.seen if m[-1]["content"].startswith("Initial Query")][2:]
-    assert "relation to next query: relation of question two" in step2[0] and "relation to next query: relation of question one" in step2[1]
+def test_each_ablation_removes_only_what_it_names(demo, vectors):
+    "no_history keeps the relation-free evidence list; no_relation keeps the structured history; both keep the same evidence."
+    prompts = {}
+    for params in ({}, {"history": "evidence"}, {"relation": "none"}):
+        p = Policy([cont("A", "query two"), stop("Cork")])
+        make(demo, vectors, p, **params).answer(demo.questions[:1])
+        prompts[json.dumps(params)] = [m[-1]["content"] for m in p.seen if m[-1]["content"].startswith("Initial Query")][1]
+    ev = lambda t: t.split("Evidence:\n")[1]
+    assert ev(prompts["{}"]) == ev(prompts['{"history": "evidence"}']) == ev(prompts['{"relation": "none"}'])
+    assert "Step 1: query" in prompts['{"relation": "none"}'] and "intermediate answer: A" in prompts['{"relation": "none"}']
 
 
-def test_fixed_depth_never_stops_early(demo, minilm, vectors):
+@pytest.fixture()
+def bank(demo, tmp_path):
+    "A finished run's traces: relations generated for other questions (and one for the first question itself)."
+    d = tmp_path / "full-run"; d.mkdir()
+    rows = [dict(id=demo.questions[0].qid, trace=dict(nodes=[dict(relation="own relation of question one")])),
+            dict(id="other-1", trace=dict(nodes=[dict(relation="relation of another question")])),
+            dict(id="other-2", trace=dict(nodes=[dict(relation="a third relation"), dict(relation="")]))]
+    (d / "predictions.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return d
+
+
+def test_shuffled_relation_shows_another_questions_relation(demo, vectors, bank):
+    p = Policy([cont("A", "qa two", "relation of question one"), stop("x")])
+    make(demo, vectors, p, variant="shuffled_relation", relation_bank=str(bank)).answer(demo.questions[:1])
+    step2 = [m[-1]["content"] for m in p.seen if m[-1]["content"].startswith("Initial Query")][1]
+    shown = step2.split("relation to next query: ")[1].split("\n")[0]
+    assert shown in ("relation of another question", "a third relation")   # never the question's own, never empty
+
+
+def test_shuffled_relation_does_not_depend_on_batch_size_or_resume(demo, vectors, bank, tmp_path):
+    def node(msg):   # step 1 continues, step 2 stops
+        q = msg.split("Current query: ")[1].split("\n")[0]
+        return stop("x") if q.startswith("next: ") else cont("A", "next: " + q)
+    def step2_prompts(batch_size, first=None):
+        p = Policy(_Endless(node))
+        res = resources(demo, vectors, p); p.model_id = "scripted-shuffle"      # one triple file for the three runs
+        m = build_method("megrag", dict(variant="shuffled_relation", relation_bank=str(bank), seed=3), res)
+        out = tmp_path / f"batch{batch_size}-first{first}"
+        if first: run(m, demo, out, limit=first, batch_size=batch_size, show_progress=False)
+        run(m, demo, out, limit=4, batch_size=batch_size, show_progress=False)
+        return sorted(c for c in (msgs[-1]["content"] for msgs in p.seen) if c.startswith("Initial Query") and "Step 1:" in c)
+    one = step2_prompts(1)
+    assert len(one) == 4 and all("relation to next query: " in c for c in one)
+    assert step2_prompts(2, first=1) == one and step2_prompts(4) == one     # the same shuffled relations whatever the batching
+
+
+def test_fixed_depth_never_stops_early(demo, vectors):
     p = Policy([stop("Cork"), stop("Cork"), stop("Cork")], resolver="Cork")
-    (r,) = make(demo, minilm, vectors, p, variant="fixed_depth", budget=3).run(demo.questions[:1])
-    g = EvidenceGraph.from_dict(r["trace"])
-    assert r["steps"] == 3 and r["prediction"] == "Cork"          # the stops of steps 1-2 were overridden
+    (r,) = make(demo, vectors, p, variant="fixed_depth", budget=3).answer(demo.questions[:1])
+    g = EvidenceGraph.from_dict(r.trace)
+    assert r.fields["steps"] == 3 and r.prediction == "Cork"          # the stops of steps 1-2 were overridden
     assert g.edges == [[1, "fixed depth: search again for the Initial Query", 2], [2, "fixed depth: search again for the Initial Query", 3], [3, "STOP"]]
     assert [n.stop for n in g.nodes] == [False, False, True] and g.nodes[1].query == demo.questions[0].question
 
 
-def test_candidates_follow_rank_then_stored_order(demo, minilm, vectors):
-    store = EvidenceStore(demo, minilm, root=vectors, show_progress=False)
+def test_candidates_follow_rank_then_stored_order(demo, vectors):
+    store = EvidenceStore(demo, HashEmbedder(), root=vectors, show_progress=False)
     hits = store.search([demo.questions[0].question], 10)[0]
     c = collect_candidates(store, hits, n_s=5, n_t=0, views=("sentences",))
     first = hits[0][0]
@@ -140,16 +192,17 @@ def test_candidates_follow_rank_then_stored_order(demo, minilm, vectors):
     assert len(c.sentences) == 5 and c.triples == [] and [u for u, _ in c.passages] == [f"p{p}" for p, _ in hits]
 
 
+@pytest.mark.slow
 def test_real_offline_model_on_three_questions(demo, minilm, smollm, tmp_path):
     "The 135M policy end to end: every node of every trace satisfies the validity rules."
-    store = EvidenceStore(demo, minilm, smollm, root=tmp_path, show_progress=False)
-    rows = MEGRAG(Reader(smollm), store, budget=2, n_p=3).run(demo.questions[:3])
-    for r in rows:
-        g = EvidenceGraph.from_dict(r["trace"])
+    res = Resources(demo, llm=smollm, embedder=minilm, store_root=tmp_path)
+    answers = build_method("megrag", dict(budget=2, n_p=3), res).answer(demo.questions[:3])
+    for r in answers:
+        g = EvidenceGraph.from_dict(r.trace)
         assert 1 <= len(g.nodes) <= 2 and all(node_errors(asdict(n)) == [] for n in g.nodes)
-        assert g.budget_exhausted == (not g.nodes[-1].stop) and isinstance(r["prediction"], str)
+        assert g.budget_exhausted == (not g.nodes[-1].stop) and r.prediction.strip()
         assert all(n.composition in ("T", "T+S", "T+S+P") and n.evidence for n in g.nodes)
-        assert r["llm_calls"] >= 2 * len(g.nodes) and r["prompt_tokens"] > 0
+        assert r.cost.llm_calls >= 2 * len(g.nodes) and r.cost.prompt_tokens > 500 * len(g.nodes)
 
 
 def test_node_schema_branches_are_the_validity_rules():
@@ -167,15 +220,14 @@ def test_node_schema_branches_are_the_validity_rules():
     assert ok({**s, "answer": "no"}, **yes_no) and not ok(s, **yes_no)   # a yes/no question stops with yes or no
 
 
-def test_policy_over_an_openai_compatible_server(demo, minilm, vectors, stub_server):
+def test_policy_over_an_openai_compatible_server(demo, vectors, stub_server):
     "The HTTP backend: the node schema travels as response_format, calls of a step go out concurrently."
     from megrag_kit.models import OpenAIChatModel
     from megrag_kit.megrag import node_schema
     route = Policy([stop("Cork")] * 3, sufficient=True).route
     stub_server.respond = lambda body: route(body["messages"][-1]["content"])
     llm = OpenAIChatModel(stub_server.url, f"policy-{uuid.uuid4().hex}", cache=False, concurrency=3)
-    store = EvidenceStore(demo, minilm, llm, root=vectors, show_progress=False)
-    rows = MEGRAG(Reader(llm), store, budget=2).run(demo.questions[:3])
-    assert [r["prediction"] for r in rows] == ["Cork"] * 3 and all(r["trace"]["edges"] == [[1, "STOP"]] for r in rows)
+    rows = build_method("megrag", dict(budget=2), Resources(demo, llm=llm, embedder=HashEmbedder(), store_root=vectors)).answer(demo.questions[:3])
+    assert [r.prediction for r in rows] == ["Cork"] * 3 and all(r.trace["edges"] == [[1, "STOP"]] for r in rows)
     sent = [b["response_format"]["json_schema"]["schema"] for _, b in stub_server.requests if "response_format" in b]
     assert node_schema() in sent and {"type": "object", "properties": {"sufficient": {"type": "boolean"}}, "required": ["sufficient"]} in sent

@@ -6,7 +6,7 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 . .venv/bin/activate
 stamp=.venv/.megrag_kit_installed
-want=$(cat settings.ini setup.py tools/setup.sh | md5sum | cut -d' ' -f1)
+want=$(cat settings.ini pyproject.toml setup.py tools/setup.sh | md5sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   python -m pip install -q --upgrade pip
   # torch is pinned in the same command as the rest, so no other package pulls a CUDA build.

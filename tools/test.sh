@@ -1,11 +1,30 @@
 #!/usr/bin/env bash
-# The test command: set up .venv, run the notebooks' own tests (nbdev_test, slow cells skipped) and pytest.
+# The test command (README, CI): set up .venv, run the notebooks' own tests (nbdev_test; cells flagged
+# `#| slow` are skipped) and pytest of all tiers.
+#   bash tools/test.sh            full run: setup, nbdev_test, pytest (fast and slow tests)
+#   bash tools/test.sh --fast     fast tier: setup, nbdev_test, pytest -m "not slow" (no real model is loaded)
+# Extra arguments go to pytest (e.g. `bash tools/test.sh --fast -x tests/test_metrics.py`).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh || exit 1
+fast=0
+if [ "${1:-}" = "--fast" ]; then fast=1; shift; fi
+
+stage() {  # stage NAME CMD...: run CMD, print its wall time and exit status
+  local name=$1; shift
+  local t0; t0=$(date +%s.%N)
+  "$@"; local rc=$?
+  echo "[tools/test.sh] $name: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}') s, exit $rc"
+  return $rc
+}
+
+stage setup bash tools/setup.sh || exit 1
 . .venv/bin/activate
-nbdev_test --n_workers 1 || exit 1
-pytest -q tests "$@"
-rc=$?
-if [ $rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi
+stage nbdev_test nbdev_test --n_workers 1 || exit 1
+if [ $fast -eq 1 ]; then
+  stage "pytest (fast tier)" pytest -q -m "not slow" "$@"; rc=$?
+  if [ $rc -eq 5 ]; then echo "[tools/test.sh] pytest: every selected test is marked slow; fast tier has nothing to run (ok)"; exit 0; fi
+else
+  stage "pytest (all tiers)" pytest -q "$@"; rc=$?
+  if [ $rc -eq 5 ]; then echo "[tools/test.sh] pytest collected no tests"; exit 1; fi
+fi
 exit $rc
