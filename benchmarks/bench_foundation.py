@@ -4,7 +4,7 @@
 
 Figures: embedding passages/s (2Wiki corpus, or the demo without shared/), OpenIE generated tokens/s at batch 1
 and batched, dense query latency (faiss, whole corpus), peak resident memory, and the wall time of the main job
-(`megrag-kit run --method native_rag --limit 20`, LLM cache off). Nothing here asserts a time."""
+(`megrag-kit run native_rag --limit 20`, LLM cache off). Nothing here asserts a time."""
 import argparse, json, os, resource, subprocess, sys, tempfile, time
 from pathlib import Path
 import numpy as np
@@ -32,7 +32,7 @@ def main():
     print(f"embedding: {len(texts) / dt:8.1f} passages/s  ({len(texts)} passages, all-MiniLM-L6-v2)")
 
     store = EvidenceStore(ds, emb, root=tempfile.mkdtemp(), show_progress=False)
-    t = time.perf_counter(); store.passage_index(); print(f"index build (embed + faiss): {time.perf_counter() - t:6.1f} s for {len(ds.corpus)} passages")
+    t = time.perf_counter(); store.dense.build(); print(f"index build (embed + faiss): {time.perf_counter() - t:6.1f} s for {len(ds.corpus)} passages")
     qs = [q.question for q in ds.questions[:100]]
     t = time.perf_counter()
     for q in qs: store.search([q], 10)
@@ -52,7 +52,7 @@ def main():
 
     if not a.skip_main_job:
         out = tempfile.mkdtemp()
-        cmd = [str(Path(sys.executable).parent / "megrag-kit"), "run", "--method", "native_rag", "--dataset", ds.name, "--limit", "20", "--out", out,
+        cmd = [str(Path(sys.executable).parent / "megrag-kit"), "run", "native_rag", "--dataset", ds.name, "--limit", "20", "--out", out,
                "--device", device, "--no-cache"]
         t = time.perf_counter(); subprocess.run(cmd, check=True, capture_output=True); dt = time.perf_counter() - t
         s = json.loads((Path(out) / "summary.json").read_text())

@@ -272,10 +272,6 @@ class EvidenceStore:
         if self._bm25 is None: self._bm25 = BM25Index(self.contents, self.root, "passages")
         return self._bm25
 
-    def passage_index(self) -> DenseIndex:
-        "Load or build the dense passage vectors now; returns `dense`."
-        return self.dense.build()
-
     def search(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
         "Dense top-`k` passages per query: `[[(pid, cosine), ...] per query]`, best first."
         return self.dense.search(queries, k)

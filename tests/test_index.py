@@ -82,7 +82,7 @@ def test_dense_retrieval_finds_gold_on_demo(demo, minilm, tmp_path):
 
 @pytest.mark.slow
 def test_vectors_of_another_model_are_refused(demo, minilm, tmp_path):
-    EvidenceStore(demo, minilm, root=tmp_path, show_progress=False).passage_index()
+    EvidenceStore(demo, minilm, root=tmp_path, show_progress=False).dense.build()
     class SameNameOtherDim(Embedder): model_id, dim = minilm.model_id, 768
     with pytest.raises(IndexMismatchError, match="dim 384"):
         EvidenceStore(demo, SameNameOtherDim(), root=tmp_path).search(["x"], 1)
