@@ -7,7 +7,6 @@ and batched, dense query latency (faiss, whole corpus), peak resident memory, an
 (`megrag-kit run native_rag --limit 20`, LLM cache off). Nothing here asserts a time."""
 import argparse, json, os, resource, subprocess, sys, tempfile, time
 from pathlib import Path
-import numpy as np
 from megrag_kit.core import resolve_device
 from megrag_kit.data import load_dataset
 from megrag_kit.models import load_llm, load_embedder

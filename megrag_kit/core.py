@@ -5,7 +5,7 @@
 # %% ../nbs/00_core.ipynb #21fa18cd
 from __future__ import annotations
 import hashlib, json, os, random, re
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0

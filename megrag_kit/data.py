@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_data.ipynb #80f77352
 from __future__ import annotations
-import ast, csv, gzip, importlib.util, json, os, re
+import ast, csv, gzip, importlib.util, json, os
 from collections import Counter
 from pathlib import Path
 from .core import Passage, Question, Dataset, DataError

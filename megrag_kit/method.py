@@ -4,7 +4,7 @@
 
 # %% ../nbs/07_method.ipynb #4e369274
 from __future__ import annotations
-import dataclasses, importlib, os, pkgutil, types, typing
+import importlib, os, pkgutil, types, typing
 from dataclasses import dataclass, field, fields, asdict
 from functools import cached_property
 from pathlib import Path

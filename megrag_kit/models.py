@@ -6,7 +6,7 @@
 from __future__ import annotations
 import contextlib, contextvars, hashlib, importlib.util, json, os, re, shutil, threading, time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, asdict
 from pathlib import Path
 import numpy as np
 from .core import cache_dir, resolve_device, stable_hash

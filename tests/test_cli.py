@@ -1,5 +1,5 @@
 """The runner and the command line over the method seam: the run contract, resume, refusals, a new method without touching cli.py."""
-import json, sys, textwrap
+import json, textwrap
 from dataclasses import dataclass
 import pytest
 from typer.testing import CliRunner

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from megrag_kit.core import parse_unit_id
 from megrag_kit.data import load_dataset
-from megrag_kit.index import EvidenceStore, ExtractedView, IndexMismatchError, is_grounded, openie_prompt, parse_triples, split_sentences
-from megrag_kit.models import ChatModel, CostMeter, Embedder, StructuredOutputError, parse_json
+from megrag_kit.index import EvidenceStore, ExtractedView, IndexMismatchError, is_grounded, openie_prompt, split_sentences
+from megrag_kit.models import CostMeter, Embedder, StructuredOutputError, parse_json
 from megrag_kit.retrievers import BM25Index, DenseIndex, Retriever, rrf, slug, text_fingerprint
 from conftest import ScriptedLLM
 

@@ -6,7 +6,7 @@ from megrag_kit.data import load_dataset
 from megrag_kit.index import EvidenceStore
 from megrag_kit.megrag import EvidenceGraph, node_errors, megrag_summary, collect_candidates
 from megrag_kit.method import Resources, build_method
-from megrag_kit.runner import run, read_predictions
+from megrag_kit.runner import run
 from conftest import ScriptedLLM
 from fakes import HashEmbedder
 

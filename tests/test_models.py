@@ -2,7 +2,7 @@ import json
 from pathlib import Path
 import numpy as np
 import pytest
-from megrag_kit.models import (LLMCache, OpenAIChatModel, OpenAIEmbedder, HTTPError, load_llm, load_embedder, parse_json,
+from megrag_kit.models import (LLMCache, OpenAIChatModel, HTTPError, load_llm, load_embedder, parse_json,
                                StructuredOutputError, cut_at_stop, Cost, CostMeter, cost_phase, model_identity, file_sha256)
 from conftest import ScriptedLLM
 
