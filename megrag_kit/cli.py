@@ -10,7 +10,7 @@ import typer
 from .core import set_seed, resolve_device
 from .data import DATASETS, load_dataset
 from .method import ConfigError, Resources, build_method, discover, get_method
-from .runner import compare_runs, format_summary, run as run_questions
+from .runner import RunMismatchError, compare_runs, format_summary, run as run_questions
 from .report import report as report_md
 
 # %% auto #0
@@ -54,7 +54,8 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     res = Resources(ds, llm, embedder, device=device, batch_size=batch_size, cache=cache, openie=openie)
     m = build_method(method, parse_sets(set_), res)
     out = out or Path("runs") / f"{m.run_name()}-{ds.name}"
-    s = run_questions(m, ds, out, limit, batch_size, seed=seed, manifest=dict(device=device, limit=limit))
+    try: s = run_questions(m, ds, out, limit, batch_size, seed=seed, manifest=dict(device=device, limit=limit))
+    except RunMismatchError as e: typer.echo(f"Error: {e}", err=True); raise typer.Exit(2)
     typer.echo(format_summary(s)); typer.echo(f"wrote {out}/predictions.jsonl and {out}/summary.json")
 
 @app.command()

@@ -15,8 +15,8 @@ from .metrics import exact_match, f1_score, answer_containment, retrieval_scores
 from .method import Method
 
 # %% auto #0
-__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'score', 'summarize', 'read_predictions', 'versions', 'run', 'format_summary',
-           'compare_runs']
+__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'score', 'summarize', 'read_predictions', 'versions', 'RunMismatchError', 'run',
+           'format_summary', 'compare_runs']
 
 # %% ../nbs/90_runner.ipynb #d6a8652b
 RETRIEVAL_KS = (1, 2, 5, 10, 20)
@@ -93,13 +93,26 @@ def versions() -> dict:
 # %% ../nbs/90_runner.ipynb #d101aea7
 _SAME_RUN = ("method", "params", "dataset", "llm", "embedder", "seed")
 
+class RunMismatchError(ValueError):
+    "A run folder holds a run of another method, parameter, dataset, model or seed; the message says which differ and how."
+
+def _differences(old: dict, new: dict, keys) -> str:
+    "`'params.k: 3 in the folder, 4 now; seed: 0 in the folder, 1 now'` for the differing manifest `keys`."
+    out = []
+    for k in keys:
+        a, b = old.get(k), new.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += [f"{k}.{j}: {a.get(j)!r} in the folder, {b.get(j)!r} now" for j in sorted(set(a) | set(b)) if a.get(j) != b.get(j)]
+        else: out.append(f"{k}: {a!r} in the folder, {b!r} now")
+    return "; ".join(out)
+
 def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_size: int = 8, seed: int = 0,
         show_progress: bool = True, manifest: dict | None = None) -> dict:
     """Answer the first `limit` questions of `dataset` with `method`, resumably; returns the summary dict.
 
     Writes `out/run.json`, `out/predictions.jsonl` (one scored row per question) and `out/summary.json`.
-    `ValueError` if `out` holds another run (the message names the differing fields) or if a model's identity
-    changed since the run began."""
+    `RunMismatchError` (a `ValueError`) if `out` holds another run (the message names each differing field with both
+    values) or if a model's identity changed since the run began."""
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     qs = dataset.questions[:limit] if limit else dataset.questions
     res = method.res
@@ -109,10 +122,10 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     if f.exists():
         old = json.loads(f.read_text())
         diff = [k for k in _SAME_RUN if old.get(k) != mf.get(k)]
-        if diff: raise ValueError(f"{out} holds another run (differs in {', '.join(diff)}: {[old.get(k) for k in diff]}); choose another out folder")
+        if diff: raise RunMismatchError(f"{out} holds another run (differs in {', '.join(diff)}: {_differences(old, mf, diff)}); choose another out folder")
         for kind, mid in (old.get("models") or {}).items():
             if getattr(res, kind).model_id != mid:
-                raise ValueError(f"{out} was started with {kind} {mid}, but {getattr(res, kind).model_id} is loaded now (same spec, other weights)")
+                raise RunMismatchError(f"{out} was started with {kind} {mid}, but {getattr(res, kind).model_id} is loaded now (same spec, other weights)")
         mf = {**old, "n_questions": len(qs)}
     else:
         mf.update(versions=versions(), started=datetime.now(timezone.utc).isoformat())

@@ -35,7 +35,7 @@ def test_run_writes_the_contract_and_resumes(demo, tmp_path):
     run(build_method("oracle", {}, Resources(demo, llm, None)), demo, out, limit=5, batch_size=2, show_progress=False)
     assert len(llm.seen) - n == 2 and len(read_predictions(out / "predictions.jsonl")) == 5
     # another method or parameter into the same folder is refused, naming what differs
-    with pytest.raises(ValueError, match="differs in method, params"):
+    with pytest.raises(ValueError, match="differs in method, params: method: 'oracle' in the folder, 'direct' now; params.reader_max_passages: 3 in the folder, 5 now"):
         run(build_method("direct", {"reader_max_passages": 5}, Resources(demo, llm, None)), demo, out, limit=5, show_progress=False)
 
 
@@ -111,6 +111,9 @@ def test_bad_input_is_refused_before_any_model_loads(tmp_path):
         r = CliRunner().invoke(app, args + ["--llm", "hf:/no/such/model", "--out", str(tmp_path / "x")])
         assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, (args, r.output)
     assert not (tmp_path / "x").exists()
+    ok = CliRunner().invoke(app, ["run", "toy_word_count", "--dataset", "demo", "--limit", "1", "--out", str(tmp_path / "w")])
+    again = CliRunner().invoke(app, ["run", "toy_word_count", "--set", "offset=1", "--dataset", "demo", "--limit", "1", "--out", str(tmp_path / "w")])
+    assert ok.exit_code == 0 and again.exit_code == 2 and "params.offset: 0 in the folder, 1 now" in again.output and "Traceback" not in again.output
     r = CliRunner().invoke(app, ["datasets"])
     assert r.exit_code == 0 and "2wikimultihopqa" in r.output and "demo" in r.output
 
