@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from .core import set_seed, resolve_device
 from .data import DATASETS, load_dataset
-from .method import ConfigError, Resources, build_method, discover, get_method
+from .method import ConfigError, Resources, discover, get_method
 from .runner import RunMismatchError, compare_runs, format_summary, run as run_questions
 from .report import report as report_md
 
@@ -47,12 +47,12 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     "Answer a dataset's questions with one method; write run.json, predictions.jsonl and summary.json; print the summary."
     discover(plugin or [])
     if openie not in ("lazy", "eager"): raise typer.BadParameter(f"--openie must be lazy or eager, not {openie!r}")
-    try: cls = get_method(method); cls.Config.from_dict(parse_sets(set_), owner=method)   # refuse bad input before loading anything
+    try: cls = get_method(method); config = cls.Config.from_dict(parse_sets(set_), owner=method)   # refuse bad input before loading anything
     except (KeyError, ConfigError) as e: raise typer.BadParameter(str(e).strip('"'))
     set_seed(seed); device = resolve_device(device)
     ds = load_dataset(dataset, data_dir)
     res = Resources(ds, llm, embedder, device=device, batch_size=batch_size, cache=cache, openie=openie)
-    m = build_method(method, parse_sets(set_), res)
+    m = cls(config, res)
     out = out or Path("runs") / f"{m.run_name()}-{ds.name}"
     try: s = run_questions(m, ds, out, limit, batch_size, seed=seed, manifest=dict(device=device, limit=limit))
     except RunMismatchError as e: typer.echo(f"Error: {e}", err=True); raise typer.Exit(2)
