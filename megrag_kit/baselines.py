@@ -21,7 +21,7 @@ class Direct(Method):
 
     def answer(self, questions):
         res = self.config.reader(self.res.llm).answer([q.question for q in questions], [None] * len(questions))
-        return [Answer(a, trace={"raw": g.text}, cost=Cost.of([g])) for a, g in res]
+        return [Answer(r.answer, trace={"raw": r.raw}, cost=r.cost) for r in res]
 
 @dataclass(frozen=True)
 class NativeRAGConfig(ReaderOptions):
@@ -40,8 +40,8 @@ class NativeRAG(Method):
         hits = store.search([q.question for q in questions], self.config.k)
         ctx = [[store.passages[p].content for p, _ in h] for h in hits]
         res = self.config.reader(self.res.llm).answer([q.question for q in questions], ctx)
-        return [Answer(a, [p for p, _ in h], {"raw": g.text, "scores": [round(s, 4) for _, s in h]}, Cost.of([g]))
-                for (a, g), h in zip(res, hits)]
+        return [Answer(r.answer, [p for p, _ in h], {"raw": r.raw, "scores": [round(s, 4) for _, s in h]}, r.cost)
+                for r, h in zip(res, hits)]
 
 @register
 class Oracle(Method):
@@ -53,4 +53,4 @@ class Oracle(Method):
     def answer(self, questions):
         corpus = self.res.dataset.corpus
         res = self.config.reader(self.res.llm).answer([q.question for q in questions], [[corpus[p].content for p in q.gold_pids] for q in questions], ranked=False)
-        return [Answer(a, list(q.gold_pids), {"raw": g.text}, Cost.of([g])) for (a, g), q in zip(res, questions)]
+        return [Answer(r.answer, list(q.gold_pids), {"raw": r.raw}, r.cost) for r, q in zip(res, questions)]

@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 from .core import Question, stable_hash, unit_id, unit_pid
-from .models import Cost, Generation, StructuredOutputError, parse_json
+from .models import Cost, Generation, StructuredOutputError, parse_json, structured
 from .index import EvidenceStore
 from .reader import extract_answer, answer_options
 from .method import Answer, ConfigError, Method, ReaderOptions, param, register
@@ -125,15 +125,17 @@ class Node:
     next_query: str = ""                                # q_{i+1}
     relation: str = ""                                  # r_i
     retrieved: list = field(default_factory=list)      # C^P_i: the passage ids retrieved for q_i, best first
-    sufficiency: list = field(default_factory=list)    # [[composition, judged sufficient]] in the order asked
+    sufficiency: list = field(default_factory=list)    # [[composition, judged sufficient]] in the order asked (None: unparsed)
     parsed_ok: bool = True                              # the first output parsed and was valid
     repaired: bool = False                              # re-asked once
     coerced: bool = False                               # still invalid after the re-ask: fixed by `coerce_node`
     llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: int | None = 0                       # None: a server did not report usage
+    completion_tokens: int | None = 0
     latency_s: float = 0.0                              # model seconds (a cached call: what it cost when first made)
     cache_hits: int = 0
+    unparsed: int = 0                                   # calls whose output could not be used as asked
+    reasks: int = 0                                     # calls that re-asked after one
 
     def unit_ids(self) -> list[str]:
         "Ids of the selected units `Z_i`, fine to coarse."
@@ -141,13 +143,13 @@ class Node:
 
     def book(self, g: Generation):
         "Add one LLM call made for this step to its cost fields."
-        c = Cost.of([g])
-        self.llm_calls += c.llm_calls; self.cache_hits += c.cache_hits; self.prompt_tokens += c.prompt_tokens
-        self.completion_tokens += c.completion_tokens; self.latency_s += c.llm_seconds
+        c = self.cost() + Cost.of([g])
+        self.llm_calls, self.cache_hits, self.prompt_tokens, self.completion_tokens = c.llm_calls, c.cache_hits, c.prompt_tokens, c.completion_tokens
+        self.latency_s, self.unparsed, self.reasks = c.llm_seconds, c.unparsed, c.reasks
 
     def cost(self) -> Cost:
         "This step's cost as a `Cost`."
-        return Cost(self.llm_calls, self.cache_hits, self.prompt_tokens, self.completion_tokens, self.latency_s)
+        return Cost(self.llm_calls, self.cache_hits, self.prompt_tokens, self.completion_tokens, self.latency_s, self.unparsed, self.reasks)
 
 @dataclass
 class EvidenceGraph:
@@ -387,10 +389,26 @@ class MEGRAG(Method):
     def summarize(cls, rows): return megrag_summary(rows)
 
     # -- batched LLM calls (`generate` batches the prompts sharing a schema), each call booked to its node
-    def _ask(self, nodes: list[Node], prompts: list, schemas: list, **kw) -> list[Generation]:
+    def _ask(self, nodes: list[Node], prompts: list, schemas: list, reask: bool = False, **kw) -> list[Generation]:
         gens = self.llm.generate(prompts, json_schema=schemas, **kw)
-        for n, g in zip(nodes, gens): n.book(g)
+        for n, g in zip(nodes, gens): g.reask = reask; n.book(g)
         return gens
+
+    def node_output(self, text: str, schema: dict) -> tuple[dict, list[str]]:
+        "The node call's JSON object and the rules it breaks: `node_errors` plus the `schema` checked locally (a server may not enforce it)."
+        import jsonschema
+        try: o = parse_json(text)
+        except StructuredOutputError: return {}, ["the output was not a JSON object"]
+        errs = node_errors(o, self.with_relation)
+        if not errs:
+            e = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(o))
+            if e is not None: errs.append(f"{'/'.join(map(str, e.absolute_path)) or 'the object'}: {e.message[:120]}")
+        return o, errs
+
+    def _validate(self, text: str, schema: dict):
+        "`generate`'s check: `StructuredOutputError` for a node output that breaks a rule (so it is marked unparsed and not cached)."
+        errs = self.node_output(text, schema)[1]
+        if errs: raise StructuredOutputError("; ".join(errs))
 
     def _views(self) -> tuple:
         "The finer views whose candidates this configuration can select."
@@ -405,11 +423,10 @@ class MEGRAG(Method):
         for level in ("T", "T+S"):
             ask = [(n, c) for n, c in undecided if any(c.of(level).values())]
             if not ask: continue
-            gens = self._ask([n for n, _ in ask], [sufficiency_prompt(n.query, evidence_lines(c.of(level))) for n, c in ask],
-                             [SUFFICIENCY_SCHEMA] * len(ask), max_new_tokens=12)
-            for (n, c), g in zip(ask, gens):
-                try: ok = parse_json(g.text).get("sufficient") is True
-                except StructuredOutputError: ok = False
+            res = structured(self.llm, [sufficiency_prompt(n.query, evidence_lines(c.of(level))) for n, c in ask], SUFFICIENCY_SCHEMA, max_new_tokens=12)
+            for (n, c), (v, gens) in zip(ask, res):
+                for g in gens: n.book(g)
+                ok = None if v is None else v["sufficient"] is True   # None: unusable even when re-asked; read as insufficient, counted
                 n.sufficiency.append([level, ok])
                 if ok: n.composition, n.evidence = level, c.of(level)
             undecided = [(n, c) for n, c in undecided if not n.composition]
@@ -429,24 +446,22 @@ class MEGRAG(Method):
         schemas = [node_schema(self.with_relation, answer_options(x) if self.config.reader_constrain_options else None) for x in xs]
         prompts = [node_prompt(x, n.query, self.history(q.qid, g), evidence_lines(n.evidence), self.with_relation)
                    for x, q, n, g in zip(xs, qs, nodes, graphs)]
-        gens = self._ask(nodes, prompts, schemas, max_new_tokens=self.config.node_max_new_tokens)
+        gens = self._ask(nodes, prompts, schemas, max_new_tokens=self.config.node_max_new_tokens, validate=self._validate)
         outs, retry = [], []
-        for i, (n, g) in enumerate(zip(nodes, gens)):
-            try: o = parse_json(g.text)
-            except StructuredOutputError: o = {}
-            errs = node_errors(o, self.with_relation) if o else ["the output was not a JSON object"]
+        for i, (n, g, sc) in enumerate(zip(nodes, gens, schemas)):
+            o, errs = self.node_output(g.text, sc)
             outs.append(o)
             if errs: n.parsed_ok = False; retry.append((i, errs, g.text))
         if retry:
             re_prompts = [prompts[i] + [{"role": "assistant", "content": txt},
                                         {"role": "user", "content": "Your JSON broke these rules: " + "; ".join(errs) + ". Reply again with corrected JSON."}]
                           for i, errs, txt in retry]
-            gens2 = self._ask([nodes[i] for i, _, _ in retry], re_prompts, [schemas[i] for i, _, _ in retry], max_new_tokens=self.config.node_max_new_tokens)
+            gens2 = self._ask([nodes[i] for i, _, _ in retry], re_prompts, [schemas[i] for i, _, _ in retry], reask=True,
+                              max_new_tokens=self.config.node_max_new_tokens, validate=self._validate)
             for (i, _, _), g in zip(retry, gens2):
                 nodes[i].repaired = True
-                try: o = parse_json(g.text)
-                except StructuredOutputError: o = {}
-                if o and not node_errors(o, self.with_relation): outs[i] = o
+                o, errs = self.node_output(g.text, schemas[i])
+                if o and not errs: outs[i] = o
                 else: outs[i] = coerce_node(o or outs[i], nodes[i].query, xs[i], self.with_relation); nodes[i].coerced = True
         for n, o in zip(nodes, outs):
             for k in ("intermediate_answer", "resolved_path", "answer", "missing", "next_query", "relation"):
@@ -481,9 +496,9 @@ class MEGRAG(Method):
         if exhausted:
             resolver = cfg.reader(self.llm, max_passages=cfg.budget + 1, best_last=False)
             res = resolver.answer([questions[i].question for i in exhausted], [resolver_context(graphs[i]) for i in exhausted])
-            for i, (a, g) in zip(exhausted, res):
+            for i, r in zip(exhausted, res):
                 graphs[i].budget_exhausted = True
-                graphs[i].resolver = dict(answer=a, raw=g.text, clue=graphs[i].nodes[-1].intermediate_answer, **Cost.of([g]).row())
+                graphs[i].resolver = dict(answer=r.answer, raw=r.raw, clue=graphs[i].nodes[-1].intermediate_answer, **r.cost.row())
         return [self._answer(q, g) for q, g in zip(questions, graphs)]
 
     def _answer(self, q: Question, g: EvidenceGraph) -> Answer:

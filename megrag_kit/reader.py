@@ -6,10 +6,12 @@
 from __future__ import annotations
 import json, re
 from .core import STOPWORDS, content_words
-from .models import ChatModel, Generation
+from .models import ChatModel, Cost, Generation, split_reasoning, structured
+from typing import NamedTuple
 
 # %% auto #0
-__all__ = ['READER_SYSTEM', 'READER_EXAMPLES', 'reader_prompt', 'extract_answer', 'answer_options', 'Reader']
+__all__ = ['READER_SYSTEM', 'READER_EXAMPLES', 'reader_prompt', 'first_sentence', 'extract_answer', 'answer_options', 'Read',
+           'Reader']
 
 # %% ../nbs/06_reader.ipynb #fe9d8638
 READER_SYSTEM = "Answer the question with a short phrase (a name, date, place or yes/no). Reply with the answer only."
@@ -50,16 +52,37 @@ def reader_prompt(question: str, context: list[str] | None) -> list[dict]:
 
 # %% ../nbs/06_reader.ipynb #1746a92a
 _QUESTION_WORDS = STOPWORDS | {"who", "what", "which", "where", "when", "film", "song", "did", "does", "do"}
+_LEAD_IN = re.compile(r"(?:\b(?:final|short|correct)\s+answer|\bthe\s+answer\s+is|\banswer\s+is|^\s*answer|^\s*a)\s*(?:\*\*|__)?\s*[:：\-–]\s*"
+                      r"|\b(?:the\s+)?answer\s+is\s+", re.I | re.M)
+_SEGMENTER = None
+
+def first_sentence(text: str) -> str:
+    "The first sentence of `text` by pysbd (English rules: `St. James's`, `John C. Calhoun`, `D.C.` do not end one)."
+    global _SEGMENTER
+    if _SEGMENTER is None:
+        import pysbd
+        _SEGMENTER = pysbd.Segmenter(language="en", clean=False)
+    s = _SEGMENTER.segment(text) if text.strip() else []
+    return s[0].strip() if s else text.strip()
 
 def extract_answer(text: str, question: str = "") -> str:
     """The answer span of a raw reader output `text` (a string; the empty string stays empty).
 
-    Rules, in order: keep the first line; drop an `Answer:` / `The answer is` prefix; when the line reads
-    `<restatement of question> is/was <X>`, keep `X` (or the left side when the right side restates the
-    question); cut a trailing explanation (`. `, `; `, ` (`, `, which/who/and/but`); drop a leading
-    `born in`, `located in`, `the city of`."""
-    t = text.strip().split("\n")[0]
-    t = re.sub(r"^(answer|the answer is|the answer)\s*[:\-]?\s*", "", t, flags=re.I)
+    Rules, in order: drop a reasoning block (`<think>...</think>`); keep what follows the last answer lead-in
+    (`Answer:`, `Final answer:`, `So the answer is`, `A:`); keep the first non-empty line without markdown
+    emphasis or quotes; keep its first sentence (pysbd, so abbreviations such as `St.` or an initial do not end
+    it); a leading `yes`/`no` followed by punctuation is the answer; when the sentence reads `<restatement of
+    question> is/was <X>`, keep `X` (or the left side when the right side restates the question); cut a
+    trailing explanation (`; `, ` (`, `, which/who/and/but`); drop a leading `born in`, `located in`,
+    `the city of`; drop a final period."""
+    t = split_reasoning(text or "")[1]
+    leads = list(_LEAD_IN.finditer(t))
+    if leads: t = t[leads[-1].end():]
+    t = next((line for line in t.splitlines() if line.strip()), "")
+    t = re.sub(r"\*\*|__|`", "", t).strip().lstrip("-• ").strip().strip("\"“”'")
+    t = first_sentence(t)
+    yn = re.match(r"^(yes|no)\b[\s,.!;:]", t + " ", re.I)
+    if yn: return yn.group(1).lower()
     m = re.match(r"^(.*?)\s+\b(is|was|are|were)\b\s+(.*)$", t)
     if m and question:
         left, right, q = content_words(m.group(1), _QUESTION_WORDS), content_words(m.group(3), _QUESTION_WORDS), content_words(question, _QUESTION_WORDS)
@@ -67,9 +90,9 @@ def extract_answer(text: str, question: str = "") -> str:
         right_restates = bool(right) and len(right & q) / len(right) >= 0.5
         if left_restates and not (right_restates and len(left) <= 4): t = m.group(3)
         elif right_restates: t = m.group(1)
-    t = re.split(r"[.;]\s|\s\(|,\s(?:which|who|and|but)\b", t)[0]
+    t = re.split(r";\s|\s\(|,\s(?:which|who|and|but)\b", t)[0]
     t = re.sub(r"^(?:(?:born|died|buried|located|based)\s+(?:in|on|at)\s+|(?:from|in)\s+(?=the\b)|the city of\s+)", "", t.strip(), flags=re.I)
-    return t.strip().rstrip(".").strip()
+    return t.strip().rstrip(".").strip().strip("\"“”'").strip()
 
 # %% ../nbs/06_reader.ipynb #9298d679
 _OPTION_PATTERNS = [re.compile(r",\s*(.+?)\s+or\s+(.+?)\s*\?\s*$"),
@@ -86,17 +109,34 @@ def answer_options(question: str) -> list[str] | None:
     return ["yes", "no"] if _YES_NO.match(question.strip()) else None
 
 # %% ../nbs/06_reader.ipynb #4c649c2f
+class Read(NamedTuple):
+    "One reader answer: the `answer` span and the `generations` it took (one, or two when a constrained answer was re-asked)."
+    answer: str
+    generations: list
+
+    @property
+    def raw(self) -> str:
+        "The text of the last generation (what the span was read from)."
+        return self.generations[-1].text if self.generations else ""
+
+    @property
+    def cost(self) -> Cost:
+        "`Cost.of(generations)`."
+        return Cost.of(self.generations)
+
 class Reader:
-    """The shared answer step: `answer(questions, contexts) -> [(answer, Generation)]`.
+    """The shared answer step: `answer(questions, contexts) -> [Read(answer, generations)]`, one per question, in order.
 
     `contexts[i]` is a list of evidence strings (passages, sentences or triples) in rank order, best first,
     or `None` for closed book. The reader keeps the first `max_passages` items and, with `best_last=True`,
     shows them in reverse rank order so that the best item sits right above the question (small models
     weigh the nearest text most). Comparison ("A or B?") and yes/no questions are decoded under the JSON
-    schema `{"enum": options}` when `constrain_options` (see `answer_options`). `max_new_tokens` caps each
-    answer; the output is cut at the first newline and passed through `extract_answer`.
-    `answer` returns one `(answer string, Generation)` per question, in order."""
+    schema `{"enum": options}` when `constrain_options` (see `answer_options`); the reply is checked locally
+    (`structured`: a server may not enforce the schema), re-asked once when it is not one of the options, and
+    read with `extract_answer` when it still is not. `max_new_tokens` caps each answer; a free answer is cut
+    at the first newline of the answer channel (after any reasoning) and passed through `extract_answer`."""
     def __init__(self, llm: ChatModel, max_new_tokens: int = 24, max_passages: int = 3, best_last: bool = True, constrain_options: bool = True):
+        if max_new_tokens < 1 or max_passages < 1: raise ValueError(f"max_new_tokens and max_passages must be >= 1, got {max_new_tokens}, {max_passages}")
         self.llm, self.max_new_tokens, self.max_passages, self.best_last = llm, max_new_tokens, max_passages, best_last
         self.constrain_options = constrain_options
 
@@ -106,19 +146,15 @@ class Reader:
         c = list(context[:self.max_passages])
         return c[::-1] if self.best_last and ranked else c
 
-    def answer(self, questions: list[str], contexts: list[list[str] | None], ranked: bool = True) -> list[tuple[str, Generation]]:
+    def answer(self, questions: list[str], contexts: list[list[str] | None], ranked: bool = True) -> list[Read]:
         prompts = [reader_prompt(q, self.show(c, ranked)) for q, c in zip(questions, contexts)]
         opts = [answer_options(q) if self.constrain_options else None for q in questions]
         out = [None] * len(questions)
         free = [i for i, o in enumerate(opts) if o is None]
         for i, g in zip(free, self.llm.generate([prompts[i] for i in free], max_new_tokens=self.max_new_tokens, stop=["\n"])):
-            out[i] = (extract_answer(g.text, questions[i]), g)
+            out[i] = Read(extract_answer(g.text, questions[i]), [g])
         constrained = [i for i, o in enumerate(opts) if o is not None]   # one schema per question: generate groups them
-        gens = self.llm.generate([prompts[i] for i in constrained], max_new_tokens=self.max_new_tokens, json_schema=[{"enum": opts[i]} for i in constrained])
-        for i, g in zip(constrained, gens):
-            try: a = json.loads(g.text)
-            except json.JSONDecodeError: a = extract_answer(g.text, questions[i])
-            out[i] = (a if isinstance(a, str) else str(a), g)
+        res = structured(self.llm, [prompts[i] for i in constrained], [{"enum": opts[i]} for i in constrained], max_new_tokens=self.max_new_tokens)
+        for i, (v, gens) in zip(constrained, res):
+            out[i] = Read(v if isinstance(v, str) else extract_answer(gens[-1].text, questions[i]), gens)
         return out
-
-

@@ -4,19 +4,20 @@
 
 # %% ../nbs/90_runner.ipynb #2b46ea7e
 from __future__ import annotations
-import json, platform, subprocess, warnings
+import json, platform, subprocess, textwrap, warnings
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from tqdm.auto import tqdm
-from .core import Dataset, Question
-from .models import Cost, CostMeter
+from .core import Dataset, DataError, Question
+from .jsonl import JsonlAppender, read_jsonl
+from .models import Cost, CostMeter, ModelCallError
 from .metrics import exact_match, f1_score, answer_containment, retrieval_scores, bootstrap_ci, paired_bootstrap
 from .method import Method
 
 # %% auto #0
-__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'score', 'summarize', 'read_predictions', 'versions', 'RunMismatchError', 'run',
-           'format_summary', 'compare_runs']
+__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'SUMMARY_LEGEND', 'score', 'summarize', 'read_predictions', 'versions',
+           'RunMismatchError', 'check_run_folder', 'run', 'format_summary', 'compare_runs']
 
 # %% ../nbs/90_runner.ipynb #d6a8652b
 RETRIEVAL_KS = (1, 2, 5, 10, 20)
@@ -29,7 +30,7 @@ def score(q: Question, prediction: str, retrieved: list, ks=RETRIEVAL_KS) -> dic
     return s
 
 # %% ../nbs/90_runner.ipynb #6b8c18f8
-COST_FIELDS = ("llm_calls", "cache_hits", "prompt_tokens", "completion_tokens", "tokens", "llm_seconds", "latency_s")
+COST_FIELDS = ("llm_calls", "cache_hits", "prompt_tokens", "completion_tokens", "tokens", "llm_seconds", "latency_s", "unparsed", "reasks")
 
 def _metric_keys(rows: list[dict]) -> list[str]:
     "Score names present in rows, in a fixed order: em, f1, acc, then recall/chain/hit by K, then mrr."
@@ -39,46 +40,39 @@ def _metric_keys(rows: list[dict]) -> list[str]:
     return head + by_k + (["mrr"] if "mrr" in keys else [])
 
 def summarize(rows: list[dict]) -> dict:
-    """Means over prediction rows: each score x100 with `ci[score] = [lo, hi]` (95% bootstrap), `n`, the mean of each
-    `COST_FIELDS` entry per question, and `indexing` (mean indexing cost per question)."""
-    out, ci = {"n": len(rows)}, {}
+    """Means over prediction rows (failed rows, those with a `failed` field, are counted apart, not scored): each
+    score x100 with `ci[score] = [lo, hi]` (95% bootstrap), `n` (scored questions), `failed`, the mean of each
+    `COST_FIELDS` entry per question (`None` when any row's value is unknown), `unparsed_rate` (unparsed calls per
+    100 calls) and `indexing` (mean indexing cost per question)."""
+    failed = [r for r in rows if r.get("failed")]
+    rows = [r for r in rows if not r.get("failed")]
+    out, ci = {"n": len(rows), "failed": len(failed)}, {}
     for m in _metric_keys(rows):
         vals = [r[m] for r in rows if m in r]
         mean, lo, hi = bootstrap_ci(vals)
         out[m], ci[m] = round(100 * mean, 2), [round(100 * lo, 2), round(100 * hi, 2)]
     n = max(len(rows), 1)
-    for c in COST_FIELDS: out[c] = round(sum(r.get(c, 0) for r in rows) / n, 3)
+    for c in COST_FIELDS:
+        vals = [r.get(c, 0) for r in rows]
+        out[c] = None if any(v is None for v in vals) else round(sum(vals) / n, 3)
+    calls = sum(r.get("llm_calls", 0) for r in rows)
+    out["unparsed_rate"] = round(100 * sum(r.get("unparsed", 0) for r in rows) / calls, 2) if calls else 0.0
     idx = {}
     for r in rows:
-        for k, v in (r.get("indexing") or {}).items(): idx[k] = idx.get(k, 0) + v
-    out["indexing"] = {k: round(v / n, 3) for k, v in idx.items()}
+        for k, v in (r.get("indexing") or {}).items(): idx[k] = None if v is None or idx.get(k, 0) is None else idx.get(k, 0) + v
+    out["indexing"] = {k: None if v is None else round(v / n, 3) for k, v in idx.items()}
     out["ci"] = ci
     return out
 
 # %% ../nbs/90_runner.ipynb #ff5bf853
 def read_predictions(path) -> list[dict]:
-    """Rows (dicts) of a `predictions.jsonl`; `[]` if the file does not exist. A last line cut by a crash is ignored
-    (it is redone); an unreadable line elsewhere raises `ValueError` naming the file and line number."""
-    path = Path(path)
-    if not path.exists(): return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    rows = []
-    for i, line in enumerate(lines):
-        if not line.strip(): continue
-        try: r = json.loads(line)
-        except json.JSONDecodeError:
-            if i == len(lines) - 1: continue
-            raise ValueError(f"{path}: line {i + 1} is not JSON (a run folder's predictions must not be edited by hand)") from None
-        if not isinstance(r, dict) or "id" not in r: raise ValueError(f"{path}: line {i + 1} has no 'id' field")
-        rows.append(r)
-    return rows
-
-def _drop_cut_line(path: Path):
-    "Truncate a last line that a kill cut mid-write (no final newline), so the next append starts on a fresh line."
-    if not path.exists() or path.stat().st_size == 0: return
-    data = path.read_bytes()
-    if not data.endswith(b"\n"):
-        with open(path, "r+b") as f: f.truncate(data.rfind(b"\n") + 1)
+    """The rows (dicts) of a `predictions.jsonl`, the latest row per question id, in the order ids first appear;
+    `[]` if the file does not exist. A torn last line is dropped with a warning (`read_jsonl`); a line that is not a
+    JSON object, or has no `id`, raises `DataError` naming the file and line."""
+    rows = read_jsonl(path, what="prediction")
+    for i, r in enumerate(rows):
+        if "id" not in r: raise DataError("prediction row has no 'id'", file=path, record=i, field="id")
+    return list({r["id"]: r for r in rows}.values())
 
 def versions() -> dict:
     "Versions of python and of the packages a result depends on, and the git commit of the working tree when there is one."
@@ -106,18 +100,34 @@ def _differences(old: dict, new: dict, keys) -> str:
         else: out.append(f"{k}: {a!r} in the folder, {b!r} now")
     return "; ".join(out)
 
+def check_run_folder(out) -> Path:
+    "`out` as a `Path`; `ValueError` when it exists and is not a folder (checked before any model loads)."
+    out = Path(out)
+    if out.exists() and not out.is_dir(): raise ValueError(f"--out {out} is a file, not a folder: give a folder for the run")
+    return out
+
+def _answer(method: Method, batch: list[Question]):
+    "`(answers, meter)` for a batch; `RuntimeError` when the method returns the wrong number of answers."
+    with CostMeter() as meter: answers = method.answer(batch)
+    if len(answers) != len(batch): raise RuntimeError(f"{method.name} returned {len(answers)} answers for {len(batch)} questions")
+    return answers, meter
+
 def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_size: int = 8, seed: int = 0,
         show_progress: bool = True, manifest: dict | None = None) -> dict:
-    """Answer the first `limit` questions of `dataset` with `method`, resumably; returns the summary dict.
+    """Answer the first `limit` questions of `dataset` with `method` (all when `None`), resumably; returns the summary dict.
 
-    Writes `out/run.json`, `out/predictions.jsonl` (one scored row per question) and `out/summary.json`.
-    `RunMismatchError` (a `ValueError`) if `out` holds another run (the message names each differing field with both
-    values) or if a model's identity changed since the run began."""
-    out = Path(out); out.mkdir(parents=True, exist_ok=True)
+    Writes `out/run.json`, `out/predictions.jsonl` (one scored row per question; a failed question gets a row with
+    `failed`, retried on the next run) and `out/summary.json`. `ValueError` for `limit < 1`, `batch_size < 1` or an
+    `out` that is a file; `RunMismatchError` (a `ValueError`) if `out` holds another run (the message names each
+    differing field with both values) or if a model's identity changed since the run began."""
+    if limit is not None and limit < 1: raise ValueError(f"limit must be >= 1 (or None for every question), got {limit}")
+    if batch_size < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    out = check_run_folder(out); out.mkdir(parents=True, exist_ok=True)
     qs = dataset.questions[:limit] if limit else dataset.questions
     res = method.res
+    now = dict(started=datetime.now(timezone.utc).isoformat(), limit=limit, n_questions=len(qs), batch_size=batch_size, versions=versions())
     mf = dict(method=method.name, run_name=method.run_name(), params=method.config.to_dict(), dataset=dataset.name,
-              n_questions=len(qs), llm=res.llm_spec, embedder=res.embedder_spec, seed=seed, batch_size=batch_size, **(manifest or {}))
+              llm=res.llm_spec, embedder=res.embedder_spec, seed=seed, **(manifest or {}))
     f = out / "run.json"
     if f.exists():
         old = json.loads(f.read_text())
@@ -126,55 +136,76 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
         for kind, mid in (old.get("models") or {}).items():
             if getattr(res, kind).model_id != mid:
                 raise RunMismatchError(f"{out} was started with {kind} {mid}, but {getattr(res, kind).model_id} is loaded now (same spec, other weights)")
-        mf = {**old, "n_questions": len(qs)}
-    else:
-        mf.update(versions=versions(), started=datetime.now(timezone.utc).isoformat())
-        f.write_text(json.dumps(mf, indent=1))
+        mf = {**old, **{k: v for k, v in mf.items() if k not in _SAME_RUN}}
+    else: mf.update(versions=now["versions"], started=now["started"])      # the first start; later ones are in invocations
+    mf.update(limit=limit, n_questions=len(qs), invocations=[*mf.get("invocations", []), now])
+    f.write_text(json.dumps(mf, indent=1))
     pf = out / "predictions.jsonl"
-    _drop_cut_line(pf)
-    done = {r["id"] for r in read_predictions(pf)}
-    todo = [q for q in qs if q.qid not in done]
-    if show_progress and done & {q.qid for q in qs}: print(f"resuming {out}: {len(qs) - len(todo)} of {len(qs)} questions already answered", flush=True)
+    prior = {r["id"]: r for r in read_predictions(pf)}
+    todo = [q for q in qs if q.qid not in prior or prior[q.qid].get("failed")]
+    retry = sum(1 for q in todo if q.qid in prior)
+    if show_progress and len(todo) < len(qs):
+        print(f"resuming {out}: {len(qs) - len(todo)} of {len(qs)} questions already answered" + (f", {retry} failed ones retried" if retry else ""), flush=True)
     bar = tqdm(total=len(qs), initial=len(qs) - len(todo), desc=method.run_name(), disable=not show_progress, unit="q")
-    with open(pf, "a", encoding="utf-8") as fh:
+    base = lambda q: dict(id=q.qid, question=q.question, gold_answers=q.answers, gold_pids=q.gold_pids, qtype=q.qtype)
+    n_failed = 0
+    with JsonlAppender(pf, what="prediction") as log:
         for b in range(0, len(todo), batch_size):
             batch = todo[b:b + batch_size]
-            with CostMeter() as meter: answers = method.answer(batch)
-            if len(answers) != len(batch): raise RuntimeError(f"{method.name} returned {len(answers)} answers for {len(batch)} questions")
-            attributed = sum((a.cost for a in answers), Cost())
-            if attributed.llm_calls != meter["answering"].llm_calls:
-                warnings.warn(f"{method.name}: {meter['answering'].llm_calls} answering calls in a batch, {attributed.llm_calls} attributed to questions")
-            idx = meter["indexing"]
-            share = {k: round(v / len(batch), 4) for k, v in dict(llm_calls=idx.llm_calls, tokens=idx.tokens, llm_seconds=idx.llm_seconds).items()}
-            for q, a in zip(batch, answers):
-                row = dict(id=q.qid, question=q.question, gold_answers=q.answers, gold_pids=q.gold_pids, qtype=q.qtype,
-                           prediction=a.prediction, retrieved=list(a.retrieved), **a.fields, **a.cost.row(),
-                           latency_s=round(meter.wall_s / len(batch), 4), indexing=share, **score(q, a.prediction, a.retrieved), trace=a.trace)
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-            fh.flush(); bar.update(len(batch))
+            try: parts = [(batch, *_answer(method, batch))]
+            except ModelCallError:
+                parts = []
+                for q in batch:                                  # one by one: only the questions that fail are lost
+                    try: parts.append(([q], *_answer(method, [q])))
+                    except ModelCallError as e:
+                        n_failed += 1
+                        log.write({**base(q), "failed": str(e), "at": datetime.now(timezone.utc).isoformat()})
+                        tqdm.write(f"question {q.qid} failed: {e}")
+            for qb, answers, meter in parts:
+                attributed = sum((a.cost for a in answers), Cost())
+                if attributed.llm_calls != meter["answering"].llm_calls:
+                    warnings.warn(f"{method.name}: {meter['answering'].llm_calls} answering calls in a batch, {attributed.llm_calls} attributed to questions")
+                idx = meter["indexing"]
+                share = {k: None if v is None else round(v / len(qb), 4) for k, v in dict(llm_calls=idx.llm_calls, tokens=idx.tokens, llm_seconds=idx.llm_seconds).items()}
+                for q, a in zip(qb, answers):
+                    log.write(dict(**base(q), prediction=a.prediction, retrieved=list(a.retrieved), **a.fields, **a.cost.row(),
+                                   latency_s=round(meter.wall_s / len(qb), 4), indexing=share, **score(q, a.prediction, a.retrieved), trace=a.trace))
+            bar.update(len(batch))
     bar.close()
     mf["models"] = {**(mf.get("models") or {}), **res.loaded()}
     f.write_text(json.dumps(mf, indent=1))
     ids = {q.qid for q in qs}
     rows = [r for r in read_predictions(pf) if r["id"] in ids]
-    summary = {**summarize(rows), **type(method).summarize(rows), "manifest": mf}
+    scored = [r for r in rows if not r.get("failed")]
+    summary = {**summarize(rows), **type(method).summarize(scored), "manifest": mf}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    if n_failed and show_progress: print(f"{n_failed} questions failed; run the same command again to retry them", flush=True)
     return summary
 
 # %% ../nbs/90_runner.ipynb #efe13e6b
-def format_summary(s: dict) -> str:
-    "A text table of a summary dict: each score with its 95% interval, the costs per question, then every method-specific field."
+SUMMARY_LEGEND = ("scores are percentages (mean x100) with a 95% bootstrap interval; costs are means per question in raw units "
+                  "(calls, tokens, seconds); em = exact match, f1 = token F1, acc = the gold answer appears in the prediction, "
+                  "recall@K = share of gold passages in the top K, chain@K = all of them in the top K, hit@K = at least one, "
+                  "mrr = 1/rank of the first gold passage; n/a = not reported by the model server")
+
+def format_summary(s: dict, legend: bool = True) -> str:
+    "A text table of a summary dict: each score with its 95% interval, the costs per question, then every method-specific field; `legend` adds what the columns mean."
     m = s["manifest"]
-    lines = [f"{m.get('run_name', m['method'])} on {m['dataset']} (n={s['n']})", f"{'metric':18s} {'mean':>8s}   95% CI"]
+    fmt = lambda v: "n/a" if v is None else f"{v:.2f}"
+    head = f"{m.get('run_name', m['method'])} on {m['dataset']} (n={s['n']}" + (f", failed={s['failed']}" if s.get("failed") else "") + ")"
+    lines = [head, f"{'metric':18s} {'mean':>8s}   95% CI"]
     for k, (lo, hi) in s.get("ci", {}).items(): lines.append(f"{k:18s} {s[k]:8.2f}   [{lo:.2f}, {hi:.2f}]")
-    for c in COST_FIELDS: lines.append(f"{c:18s} {s.get(c, 0):8.2f}")
-    if s.get("indexing"): lines.append(f"{'indexing/q':18s} " + ", ".join(f"{k} {v:g}" for k, v in s["indexing"].items()))
-    base = {"n", "ci", "manifest", "indexing", *COST_FIELDS, *s.get("ci", {})}
+    for c in (*COST_FIELDS, "unparsed_rate"): lines.append(f"{c:18s} {fmt(s.get(c, 0)):>8s}")
+    if s.get("indexing"): lines.append(f"{'indexing/q':18s} " + ", ".join(f"{k} {'n/a' if v is None else format(v, 'g')}" for k, v in s["indexing"].items()))
+    base = {"n", "failed", "ci", "manifest", "indexing", "unparsed_rate", *COST_FIELDS, *s.get("ci", {})}
     for k, v in s.items():
         if k not in base and not isinstance(v, dict): lines.append(f"{k:18s} {v}")
     for k, v in s.items():
         if k not in base and isinstance(v, dict) and v: lines.append(f"{k:18s} {json.dumps(v)}")
+    if s.get("failed"): lines.append(f"{s['failed']} questions failed (see their rows' 'failed' field); run the same command again to retry them")
+    if legend: lines += ["", *textwrap.wrap(SUMMARY_LEGEND, 110)]
     return "\n".join(lines)
+
 
 def compare_runs(a, b, metrics=("f1", "em")) -> dict:
     """Paired bootstrap (10,000 resamples, seed 0) of run folder `a` minus run folder `b`, per metric, x100, over the

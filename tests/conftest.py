@@ -4,7 +4,7 @@ control-flow tests only, and a local OpenAI-compatible stub server.
 Test tiers: a test that loads a real model is marked `slow` (`pytest -m "not slow"` is the fast tier). Any test
 that asks for the `smollm` or `minilm` fixture, directly or through another fixture, is marked `slow` here at
 collection, so the fast tier cannot load them by accident."""
-import json, threading
+import json, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import numpy as np
@@ -50,37 +50,77 @@ def minilm():
 
 
 class _Stub(BaseHTTPRequestHandler):
+    """OpenAI-compatible stub. Server attributes steer it: `respond(body) -> text` (default: echo), `fail_next` (the
+    next N requests get 503), `faults` (a list consumed one per chat request: None | 'http:<code>[:<retry-after>]' |
+    'null' | 'sse' | 'close' | 'garbage' | 'slow:<seconds>' | 'refusal' | 'length'), `fail_every` (every Nth chat
+    request gets 503), `reasoning` (None | 'inline' | 'field': a <think> block in content, or reasoning_content),
+    `usage` (False: omit it), `models` (served names; another name gets vLLM's 404)."""
+    protocol_version = "HTTP/1.1"
     def log_message(self, *a): pass
+
+    def _send(self, code, data: bytes, ctype="application/json", headers=()):
+        self.send_response(code); self.send_header("Content-Type", ctype); self.send_header("Content-Length", str(len(data)))
+        for k, v in headers: self.send_header(k, v)
+        self.end_headers(); self.wfile.write(data)
+
     def do_POST(self):
         srv = self.server
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        srv.requests.append((self.path, body))
-        if srv.fail_next > 0:
-            srv.fail_next -= 1
-            self.send_response(503); self.end_headers(); self.wfile.write(b"busy"); return
-        if self.path.endswith("/chat/completions"):
-            user = body["messages"][-1]["content"]
-            if srv.respond: text = srv.respond(body)
-            else: text = json.dumps({"echo": user[::-1]}) if body.get("response_format") else f"echo: {user}"
-            resp = {"choices": [{"message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": len(user.split()), "completion_tokens": len(text.split())}}
-        elif self.path.endswith("/embeddings"):
+        with srv.lock:
+            srv.requests.append((self.path, body))
+            if srv.fail_next > 0:
+                srv.fail_next -= 1
+                return self._send(503, b"busy", "text/plain")
+            fault = None
+            if self.path.endswith("/chat/completions"):
+                srv.n_chat += 1
+                fault = srv.faults.pop(0) if srv.faults else None
+                if srv.fail_every and srv.n_chat % srv.fail_every == 0: fault = fault or "http:503"
+        if self.path.endswith("/embeddings"):
             def vec(s):
                 v = np.random.default_rng(abs(hash(s)) % 2**32).normal(size=8); return v.tolist()
-            resp = {"data": [{"index": i, "embedding": vec(s)} for i, s in enumerate(body["input"])]}
-        else:
-            self.send_response(404); self.end_headers(); return
-        data = json.dumps(resp).encode()
-        self.send_response(200); self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data))); self.end_headers(); self.wfile.write(data)
+            return self._send(200, json.dumps({"data": [{"index": i, "embedding": vec(s)} for i, s in enumerate(body["input"])]}).encode())
+        if not self.path.endswith("/chat/completions"): return self._send(404, b'{"error": "not found"}')
+        if srv.models and body.get("model") not in srv.models:
+            return self._send(404, json.dumps({"object": "error", "message": f"The model `{body.get('model')}` does not exist.", "type": "NotFoundError", "code": 404}).encode())
+        if fault and fault.startswith("http:"):
+            code, *ra = fault.split(":")[1:]
+            return self._send(int(code), b'{"error": "injected"}', headers=[("Retry-After", ra[0])] if ra else [])
+        if fault and fault.startswith("slow:"): time.sleep(float(fault.split(":")[1]))
+        if fault == "close":   # headers promise more bytes than are sent, then the connection closes
+            self.send_response(200); self.send_header("Content-Type", "application/json"); self.send_header("Content-Length", "500")
+            self.end_headers(); self.wfile.write(b'{"choices": [{"mess'); self.wfile.flush()
+            self.close_connection = True; return
+        if fault == "garbage": return self._send(200, b"<html>Bad gateway</html>", "text/html")
+        user = body["messages"][-1]["content"]
+        if srv.respond: text = srv.respond(body)
+        else: text = json.dumps({"echo": user[::-1]}) if body.get("response_format") else f"echo: {user}"
+        msg = {"role": "assistant", "content": text}
+        if srv.reasoning == "inline": msg["content"] = f"<think>\nLet me think. Maybe {{\"sufficient\": false}}? No.\n</think>\n\n{text}"
+        elif srv.reasoning == "field": msg["reasoning_content"] = "Let me think. Maybe {\"sufficient\": false}? No."
+        finish = "stop"
+        if fault == "null": msg["content"] = None
+        if fault == "refusal": msg["content"], msg["refusal"] = None, "I can't help with that."
+        if fault == "length": msg["content"], finish = text[: max(1, len(text) // 2)], "length"
+        resp = {"choices": [{"index": 0, "message": msg, "finish_reason": finish}]}
+        if srv.usage: resp["usage"] = {"prompt_tokens": len(user.split()), "completion_tokens": len(text.split())}
+        if fault == "sse":
+            chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
+            chunks += [{"choices": [{"index": 0, "delta": {"content": text[i:i + 5]}}]} for i in range(0, len(text), 5)]
+            chunks += [{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+            data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+            return self._send(200, data.encode(), "text/event-stream")
+        self._send(200, json.dumps(resp).encode())
 
 
 @pytest.fixture()
 def stub_server():
-    "A local server speaking the chat-completions and embeddings protocol on 127.0.0.1."
+    "A local server speaking the chat-completions and embeddings protocol on 127.0.0.1 (see `_Stub` for its switches)."
     srv = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
-    srv.requests, srv.fail_next, srv.respond = [], 0, None   # respond(body) -> text overrides the echo
+    srv.daemon_threads = True
+    srv.requests, srv.fail_next, srv.respond, srv.faults, srv.fail_every = [], 0, None, [], 0
+    srv.reasoning, srv.usage, srv.models, srv.n_chat, srv.lock = None, True, None, 0, threading.Lock()
     t = threading.Thread(target=srv.serve_forever, daemon=True); t.start()
     srv.url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
     yield srv
-    srv.shutdown()
+    srv.shutdown(); srv.server_close()

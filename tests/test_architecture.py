@@ -5,7 +5,7 @@ import megrag_kit
 from megrag_kit.method import discover
 
 PKG = Path(megrag_kit.__file__).parent
-FOUNDATION = {"core", "data", "models", "retrievers", "index", "reader", "metrics", "method"}
+FOUNDATION = {"core", "jsonl", "data", "models", "retrievers", "index", "reader", "metrics", "method"}
 
 
 def kit_imports(module: str) -> set[str]:

@@ -2,7 +2,7 @@ import json
 from pathlib import Path
 import numpy as np
 import pytest
-from megrag_kit.models import (LLMCache, OpenAIChatModel, HTTPError, load_llm, load_embedder, parse_json,
+from megrag_kit.models import (LLMCache, OpenAIChatModel, ModelCallError, load_llm, load_embedder, parse_json,
                                StructuredOutputError, cut_at_stop, Cost, CostMeter, cost_phase, model_identity, file_sha256)
 from conftest import ScriptedLLM
 
@@ -42,12 +42,12 @@ def test_openai_retries_then_gives_up(stub_server):
     stub_server.fail_next = 2
     assert llm("hi").text == "echo: hi" and len(stub_server.requests) == 3
     stub_server.fail_next = 10
-    with pytest.raises(HTTPError, match="gave up after 2 attempts"):
+    with pytest.raises(ModelCallError, match="gave up after 2 attempts"):
         OpenAIChatModel(stub_server.url, "m", cache=False, max_retries=1)("hi")
 
 
 def test_openai_unreachable_server_is_a_clear_error():
-    with pytest.raises(HTTPError, match="127.0.0.1:9"):
+    with pytest.raises(ModelCallError, match="127.0.0.1:9"):
         OpenAIChatModel("http://127.0.0.1:9/v1", "m", cache=False, max_retries=0, timeout=2)("hi")
 
 
@@ -133,7 +133,7 @@ def test_cost_meter_splits_phases_and_counts_cache_hits(tmp_path):
     assert outer["indexing"] == Cost(llm_calls=3, cache_hits=0, prompt_tokens=30, completion_tokens=9, llm_seconds=0.75)
     assert inner.phases == {"indexing": Cost(1, 0, 10, 3, 0.25)} and inner["answering"] == Cost()
     assert llm.stats == outer["answering"] + outer["indexing"] and outer.wall_s >= inner.wall_s > 0
-    assert outer["indexing"].row() == dict(llm_calls=3, cache_hits=0, prompt_tokens=30, completion_tokens=9, llm_seconds=0.75, tokens=39)
+    assert outer["indexing"].row() == dict(llm_calls=3, cache_hits=0, prompt_tokens=30, completion_tokens=9, llm_seconds=0.75, unparsed=0, reasks=0, tokens=39)
     llm("after")                                               # outside every meter: only the model's own stats see it
     assert sum(c.llm_calls for c in outer.phases.values()) == 5 and llm.stats.llm_calls == 6
     with pytest.raises(RuntimeError):
