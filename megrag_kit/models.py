@@ -231,7 +231,9 @@ class ChatModel:
                 if isinstance(g, BaseException): continue
                 thought, answer = split_reasoning(g.text)
                 g.reasoning = "\n".join(x for x in (g.reasoning, thought) if x) or None
-                g.text, g.latency_s = cut_at_stop(answer, stop).strip(), g.latency_s or dt
+                cut = cut_at_stop(answer, stop)
+                if cut != answer: g.finish_reason = "stop"          # ended by a stop string applied here, not by the limit
+                g.text, g.latency_s = cut.strip(), g.latency_s or dt
                 self._check(g, validate, json_schema)
                 if self.cache is not None: self.cache.set(LLMCache.key(self.model_id, msgs[i], params), g)
                 out[i] = g
@@ -451,11 +453,13 @@ class OpenAIChatModel(ChatModel):
     `$OPENAI_API_KEY` (servers on localhost usually ignore it); `timeout` seconds per request; `max_retries`
     attempts after the first for a failure that may pass; `concurrency` requests in flight; `extra_body` a dict
     merged into every request (`chat_template_kwargs`, `top_k`, ...); `think_tokens` extra completion tokens
-    for a model that thinks. `model_id` is `openai:<base_url>#<model>`, plus a hash of `extra_body` when given
+    for a model that thinks; `server_stop`: send the stop strings to the server (faster; only for a model that
+    does not think, since a server applies them to the thinking too), else they are applied here. `model_id` is `openai:<base_url>#<model>`, plus a hash of `extra_body` when given
     (it changes what the model says). Failures raise `ModelCallError` (see the table above)."""
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120, max_retries: int = 4,
-                 concurrency: int = 8, cache=True, think_tokens: int = 0, extra_body: dict | None = None):
+                 concurrency: int = 8, cache=True, think_tokens: int = 0, extra_body: dict | None = None, server_stop: bool = False):
         super().__init__(cache, think_tokens)
+        self.server_stop = bool(server_stop)
         import httpx
         if timeout <= 0 or max_retries < 0 or concurrency < 1:
             raise ValueError(f"need timeout > 0, max_retries >= 0, concurrency >= 1; got {timeout}, {max_retries}, {concurrency}")
@@ -482,7 +486,7 @@ class OpenAIChatModel(ChatModel):
     def _one(self, messages, max_new_tokens, temperature, stop, json_schema, seed) -> Generation:
         payload = dict(model=self.model, messages=messages, max_tokens=max_new_tokens, temperature=temperature, **self.extra_body)
         payload["stream"] = False
-        if stop: payload["stop"] = stop
+        if stop and self.server_stop: payload["stop"] = stop
         if seed is not None: payload["seed"] = seed
         if json_schema: payload["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": json_schema}}
         t0 = time.perf_counter()
@@ -620,6 +624,7 @@ LLM_OPTIONS = {  # name: (type, backends it applies to, check, help)
     "timeout": (float, ("openai",), lambda v: v > 0, "seconds to wait for one reply (> 0)"),
     "max_retries": (int, ("openai",), lambda v: v >= 0, "attempts after the first for a failure that may pass (>= 0)"),
     "api_key": (str, ("openai",), lambda v: True, "the server's API key (default $OPENAI_API_KEY)"),
+    "server_stop": (bool, ("openai",), lambda v: True, "send stop strings to the server (only for a model that does not think)"),
 }
 
 def check_llm_options(spec: str, options: dict | None) -> dict:

@@ -157,11 +157,13 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
                 parts = []
                 for q in batch:                                  # one by one: only the questions that fail are lost
                     try: parts.append(([q], *_answer(method, [q])))
-                    except ModelCallError as e:
-                        n_failed += 1
-                        log.write({**base(q), "failed": str(e), "at": datetime.now(timezone.utc).isoformat()})
-                        tqdm.write(f"question {q.qid} failed: {e}")
+                    except ModelCallError as e: parts.append(([q], e, None))
             for qb, answers, meter in parts:
+                if isinstance(answers, ModelCallError):
+                    n_failed += 1
+                    log.write({**base(qb[0]), "failed": str(answers), "at": datetime.now(timezone.utc).isoformat()})
+                    tqdm.write(f"question {qb[0].qid} failed: {answers}")
+                    continue
                 attributed = sum((a.cost for a in answers), Cost())
                 if attributed.llm_calls != meter["answering"].llm_calls:
                     warnings.warn(f"{method.name}: {meter['answering'].llm_calls} answering calls in a batch, {attributed.llm_calls} attributed to questions")

@@ -93,12 +93,17 @@ class _Stub(BaseHTTPRequestHandler):
             self.close_connection = True; return
         if fault == "garbage": return self._send(200, b"<html>Bad gateway</html>", "text/html")
         user = body["messages"][-1]["content"]
-        if srv.respond: text = srv.respond(body)
+        if srv.respond:
+            text = srv.respond(body)
+            if text is None: return self._send(500, b'{"error": "injected by respond"}')
         else: text = json.dumps({"echo": user[::-1]}) if body.get("response_format") else f"echo: {user}"
         msg = {"role": "assistant", "content": text}
         if srv.reasoning == "inline": msg["content"] = f"<think>\nLet me think. Maybe {{\"sufficient\": false}}? No.\n</think>\n\n{text}"
         elif srv.reasoning == "field": msg["reasoning_content"] = "Let me think. Maybe {\"sufficient\": false}? No."
         finish = "stop"
+        for st in body.get("stop") or []:     # like vLLM: stop strings apply to the whole completion, thinking included
+            j = msg["content"].find(st)
+            if j >= 0: msg["content"] = msg["content"][:j]
         if fault == "null": msg["content"] = None
         if fault == "refusal": msg["content"], msg["refusal"] = None, "I can't help with that."
         if fault == "length": msg["content"], finish = text[: max(1, len(text) // 2)], "length"
