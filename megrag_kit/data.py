@@ -65,12 +65,13 @@ def read_records(path) -> list | dict:
     missing, unreadable, empty, non-UTF-8 or non-JSON file, with `record="line L, column C"` for a position."""
     path = Path(path)
     data = _parse_json(_read_text(path), path)
-    if isinstance(data, dict) and data and all(isinstance(v, dict) for v in data.values()):
+    if data == {} or data == []: raise DataError("file holds no records", file=path)
+    if isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
         cols = list(data); rows = list(data[cols[0]])  # pandas DataFrame.to_json() column-oriented
         data = [{c: data[c].get(r) for c in cols} for r in rows]
-    elif isinstance(data, dict) and data and all(isinstance(v, list) for v in data.values()): return data
-    elif isinstance(data, dict) and data: data = [data]     # a file holding one record
-    if not isinstance(data, list) and data != {}: raise DataError(f"expected a JSON list of records, got {_kind(data)}", file=path)
+    elif isinstance(data, dict) and all(isinstance(v, list) for v in data.values()): return data
+    elif isinstance(data, dict): data = [data]          # a file holding one record
+    if not isinstance(data, list): raise DataError(f"expected a JSON list of records, got {_kind(data)}", file=path)
     if not data: raise DataError("file holds no records", file=path)
     return data
 
@@ -82,12 +83,9 @@ def _kind(v) -> str:
 # %% ../nbs/01_data.ipynb #d78cb91c
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-def _field(rec: dict, name: str, file, i, kind=str):
+def _object(rec, file, i) -> dict:
     if not isinstance(rec, dict): raise DataError(f"record is not a JSON object (got {_kind(rec)})", file=file, record=i)
-    if name not in rec or rec[name] is None: raise DataError("missing field", file=file, record=i, field=name)
-    v = rec[name]
-    if kind is not None and not isinstance(v, kind): raise DataError(f"expected {kind.__name__}, got {_kind(v)}", file=file, record=i, field=name)
-    return v
+    return rec
 
 def _text(v, file, i, field: str, nonblank: bool = True) -> str:
     "`v` as a string: `DataError` if it is missing, not a string, not valid Unicode or (with `nonblank`) blank."
@@ -116,8 +114,8 @@ def load_corpus(path) -> list[Passage]:
             sents = [_text(x, path, t, f"sentences[{j}]", nonblank=False) for j, x in enumerate(s)]
             out.append(Passage(i, _text(t, path, i, "title", nonblank=False), "".join(sents)))
         return out
-    return [Passage(i, _text(_field(r, "title", path, i, None), path, i, "title", nonblank=False),
-                    _text(_field(r, "text", path, i, None), path, i, "text", nonblank=False)) for i, r in enumerate(data)]
+    return [Passage(i, _text(_object(r, path, i).get("title"), path, i, "title", nonblank=False),
+                    _text(r.get("text"), path, i, "text", nonblank=False)) for i, r in enumerate(data)]
 
 # %% ../nbs/01_data.ipynb #ba6f72f8
 def clean_corpus(passages: list[Passage], file=None) -> tuple[list[Passage], list[str]]:
@@ -202,7 +200,7 @@ def _triples(ev, file, r) -> list[list[str]] | None:
     return ev
 
 def _parse_question(rec, file, i):
-    if not isinstance(rec, dict): raise DataError(f"record is not a JSON object (got {_kind(rec)})", file=file, record=i)
+    _object(rec, file, i)
     key = next((k for k in ("id", "_id", "_1") if rec.get(k) is not None), None)
     if key is None: raise DataError("missing field", file=file, record=i, field="id/_id")
     qid = rec[key]

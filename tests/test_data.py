@@ -376,7 +376,8 @@ def test_bad_corpus_record_names_record_and_field(tmp_path, path, bad, field):
     ('[{"title": "Café"},\n {"title": "Straße"}]'.encode("latin-1"), "not UTF-8 text: byte 0xe9 at line 1, column 16 (byte 15)",
      "line 1, column 16"),
     (gzip.compress('[\n {"title": "Straße"}]'.encode("cp1252")), "not UTF-8 text: byte 0xdf at line 2, column 17", "line 2, column 17"),
-])
+], ids=["empty", "blank", "empty-gzip", "empty-list", "empty-object", "number", "null", "not-json", "extra-data", "list-cut-short",
+        "list-cut-in-string", "jsonl-last-line-cut", "jsonl-bad-line", "not-gzip", "gzip-cut-short", "latin-1", "cp1252-in-gzip"])
 def test_bad_file_is_a_data_error_naming_the_file(tmp_path, content, message, record):
     p = tmp_path / "questions.json.gz"; p.write_bytes(content)
     for load in (read_records, load_contexts, load_corpus):
