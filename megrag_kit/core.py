@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError', 'cache_dir', 'resolve_device', 'set_seed',
-           'stable_hash', 'content_words', 'unit_id', 'parse_unit_id', 'unit_pid']
+__all__ = ['STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError', 'DataWarning', 'cache_dir', 'resolve_device',
+           'set_seed', 'stable_hash', 'content_words', 'unit_id', 'parse_unit_id', 'unit_pid']
 
 # %% ../nbs/00_core.ipynb #af92815e
 @dataclass(frozen=True)
@@ -69,6 +69,10 @@ class DataError(ValueError):
         self.file, self.record, self.field = file, record, field
         where = ", ".join(f"{k}={v!r}" for k, v in (("file", str(file) if file else None), ("record", record), ("field", field)) if v is not None)
         super().__init__(f"{msg} ({where})" if where else msg)
+
+# %% ../nbs/00_core.ipynb #4d3d6f26
+class DataWarning(UserWarning):
+    "An input file loaded, but with something repaired or worth a look; the message names the file (and the record when there is one)."
 
 # %% ../nbs/00_core.ipynb #89ec9a51
 def cache_dir(*parts: str) -> Path:

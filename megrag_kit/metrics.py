@@ -26,6 +26,7 @@ def _f1(pred: str, gold: str) -> float:
     p, g = normalize_answer(pred), normalize_answer(gold)
     if (p in SPECIAL_ANSWERS or g in SPECIAL_ANSWERS) and p != g: return 0.0
     pt, gt = p.split(), g.split()
+    if not pt or not gt: return 0.0   # a string that normalizes to empty matches nothing
     common = Counter(pt) & Counter(gt)
     same = sum(common.values())
     if same == 0: return 0.0
@@ -35,15 +36,22 @@ def _f1(pred: str, gold: str) -> float:
 def _golds(golds) -> list[str]: return [golds] if isinstance(golds, str) else list(golds)
 
 def exact_match(pred: str, golds) -> float:
-    "1.0 if the normalized prediction equals a normalized gold answer or alias, else 0.0."
-    return float(any(normalize_answer(pred) == normalize_answer(g) for g in _golds(golds)))
+    """1.0 if the normalized prediction equals a normalized gold answer or alias, else 0.0.
+
+    `golds` is one string or a list of them. A prediction that normalizes to empty scores 0.0, also against
+    a gold that normalizes to empty (the same rule as `f1_score`)."""
+    p = normalize_answer(pred)
+    return float(bool(p) and any(p == normalize_answer(g) for g in _golds(golds)))
 
 def f1_score(pred: str, golds) -> float:
-    "Max token F1 (0..1) over the gold answer and aliases, with the yes/no/noanswer rule."
+    """Max token F1 (0..1) over the gold answer and aliases, with the yes/no/noanswer rule.
+
+    `golds` is one string or a list of them (an empty list gives 0.0). A prediction or gold that normalizes
+    to empty has no tokens and scores 0.0, so `f1_score` is 0 wherever `exact_match` is."""
     return max((_f1(pred, g) for g in _golds(golds)), default=0.0)
 
 def answer_containment(pred: str, golds) -> float:
-    "`acc`: 1.0 if a normalized gold answer appears as a token span inside the normalized prediction."
+    "`acc`: 1.0 if a normalized gold answer appears as a token span inside the normalized prediction (an empty-normalizing gold never does)."
     p = f" {normalize_answer(pred)} "
     return float(any(normalize_answer(g) and f" {normalize_answer(g)} " in p for g in _golds(golds)))
 

@@ -4,15 +4,19 @@ control-flow tests only, and a local OpenAI-compatible stub server.
 Test tiers: a test that loads a real model is marked `slow` (`pytest -m "not slow"` is the fast tier). Any test
 that asks for the `smollm` or `minilm` fixture, directly or through another fixture, is marked `slow` here at
 collection, so the fast tier cannot load them by accident."""
-import json, threading, time
+import json, os, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import numpy as np
 import pytest
 from megrag_kit.models import ChatModel, Generation, LLMCache, load_llm, load_embedder
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_shared = pytest.mark.skipif(not (SHARED / "README.md").exists(), reason="../shared/data not present")
+def shared_dir(environ=os.environ) -> Path:
+    "The benchmark data folder the tests read: `$MEGRAG_KIT_DATA` when set (as for the kit), else ../shared/data beside the checkout."
+    return Path(environ["MEGRAG_KIT_DATA"]) if environ.get("MEGRAG_KIT_DATA") else Path(__file__).resolve().parents[2] / "shared" / "data"
+
+SHARED = shared_dir()
+needs_shared = pytest.mark.skipif(not (SHARED / "multihop").is_dir(), reason=f"benchmark data not present at {SHARED} (set MEGRAG_KIT_DATA)")
 
 
 REAL_MODEL_FIXTURES = ("smollm", "minilm")

@@ -16,6 +16,13 @@ def test_answer_metrics(pred, gold, em, f1):
     assert f1_score(pred, [gold]) == pytest.approx(f1)
 
 
+@pytest.mark.parametrize("pred,gold", [("", "The The"), ("", ""), (".", "  "), ("the", "a"), ("", "Paris"), ("Paris", "."), ("  ", ["Paris", "The"])])
+def test_degenerate_strings_match_nothing_in_every_answer_metric(pred, gold):
+    # the rule: a prediction or gold that normalizes to empty scores 0 in EM, F1 and containment alike
+    golds = gold if isinstance(gold, list) else [gold]
+    assert (exact_match(pred, golds), f1_score(pred, golds), answer_containment(pred, golds)) == (0.0, 0.0, 0.0)
+
+
 def test_aliases_take_the_max():
     assert f1_score("Motor City", ["Detroit", "Motor City"]) == 1.0 and exact_match("motor city", ["Detroit", "Motor City"]) == 1.0
     assert normalize_answer("  An  apple\ta DAY ") == "apple day"
