@@ -26,7 +26,7 @@ class Direct(Method):
 @dataclass(frozen=True)
 class NativeRAGConfig(ReaderOptions):
     "`native_rag`'s parameters: the reader's options and `k`, the passages retrieved."
-    k: int = param(10, "passages retrieved by dense search (the reader sees the first reader_max_passages)", "k")
+    k: int = param(10, "passages retrieved by dense search (the reader sees the first reader_max_passages)", "k", min=1)
 
 @register
 class NativeRAG(Method):

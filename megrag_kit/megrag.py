@@ -44,10 +44,10 @@ class MEGRAGConfig(ReaderOptions):
 
     `ConfigError` when a variant contradicts a switch set with it, when `budget < 1`, or when `relation=shuffled`
     has no `relation_bank`."""
-    budget: int = param(4, "step budget", "B")
-    n_p: int = param(10, "passages retrieved per step", "N_P")
-    n_s: int = param(30, "sentence candidates per step", "N_S")
-    n_t: int = param(30, "triple candidates per step", "N_T")
+    budget: int = param(4, "step budget", "B", min=1)
+    n_p: int = param(10, "passages retrieved per step", "N_P", min=1)
+    n_s: int = param(30, "sentence candidates per step", "N_S", min=0)
+    n_t: int = param(30, "triple candidates per step", "N_T", min=0)
     variant: Literal["full", "triples_only", "sentences_only", "passages_only", "no_history", "no_relation",
                      "shuffled_relation", "fixed_depth", "custom"] = param("full", "a preset of the four switches below")
     evidence: Literal["cascade", "T", "S", "P"] = param("cascade", "Z_i: fine-to-coarse (T, T+S, T+S+P) or one granularity", "Z_i")
@@ -55,11 +55,12 @@ class MEGRAGConfig(ReaderOptions):
     relation: Literal["generated", "none", "shuffled"] = param("generated", "r_i: asked and shown, dropped, or shown from another question", "r_i")
     stopping: Literal["answer_aware", "fixed_depth"] = param("answer_aware", "stop when s_i = 1, or always B steps", "s_i")
     relation_bank: str = param("", "relation=shuffled: a finished run folder whose traces supply other questions' relations")
-    history_evidence: int = param(6, "evidence lines of each earlier node shown in a structured history")
-    node_max_new_tokens: int = param(320, "token cap of a node output")
-    seed: int = param(0, "seed of the shuffled-relation draws")
+    history_evidence: int = param(6, "evidence lines of each earlier node shown in a structured history", min=0)
+    node_max_new_tokens: int = param(320, "token cap of a node output", min=1)
+    seed: int = param(0, "seed of the shuffled-relation draws", min=0)
 
     def __post_init__(self):
+        super().__post_init__()                                  # bounds of the numeric parameters
         defaults = {f.name: f.default for f in dc_fields(self)}
         for k, v in VARIANTS.get(self.variant, {}).items():
             given = getattr(self, k)

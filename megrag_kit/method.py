@@ -22,9 +22,10 @@ __all__ = ['METHODS', 'ConfigError', 'param', 'Config', 'ReaderOptions', 'Resour
 class ConfigError(ValueError):
     "A method parameter that does not exist or has the wrong type; the message names the method, the parameter and what is valid."
 
-def param(default, help: str, symbol: str = "") -> Any:
-    "A `Config` field: its `default`, one line of `help`, and the paper's `symbol` for it (e.g. `'B'`, `'N_P'`), shown by `megrag-kit methods`."
-    return field(default=default, metadata={"help": help, "symbol": symbol})
+def param(default, help: str, symbol: str = "", min=None, max=None) -> Any:
+    """A `Config` field: its `default`, one line of `help`, the paper's `symbol` for it (e.g. `'B'`, `'N_P'`), shown by
+    `megrag-kit methods`, and for a number the inclusive bounds `min`/`max` it must lie in (checked on every config built)."""
+    return field(default=default, metadata={"help": help, "symbol": symbol, "min": min, "max": max})
 
 _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
@@ -64,11 +65,19 @@ class Config:
     `(name, type, default, help, symbol)` per field. Subclasses may check cross-field rules in `__post_init__`
     and raise `ConfigError`."""
 
+    def __post_init__(self):
+        "Checks each numeric field against its `min`/`max` (`ConfigError` naming the field, the bound and the value); subclasses call it first."
+        for f in fields(self):
+            v, lo, hi = getattr(self, f.name), f.metadata.get("min"), f.metadata.get("max")
+            if not isinstance(v, (int, float)) or isinstance(v, bool): continue
+            if lo is not None and v < lo: raise ConfigError(f"{type(self).__qualname__}: {f.name} must be >= {lo}, got {v!r}")
+            if hi is not None and v > hi: raise ConfigError(f"{type(self).__qualname__}: {f.name} must be <= {hi}, got {v!r}")
+
     @classmethod
     def fields_info(cls) -> list[dict]:
         "One dict per parameter: `name`, `type` (as written), `default`, `help`, `symbol`."
         hints = typing.get_type_hints(cls)
-        return [dict(name=f.name, type=_type_name(hints[f.name]), default=f.default, help=f.metadata.get("help", ""),
+        return [dict(name=f.name, type=_type_name(hints[f.name]) + _bounds(f), default=f.default, help=f.metadata.get("help", ""),
                      symbol=f.metadata.get("symbol", "")) for f in fields(cls)]
 
     @classmethod
@@ -84,6 +93,10 @@ class Config:
 
     def to_dict(self) -> dict: return asdict(self)
 
+def _bounds(f) -> str:
+    lo, hi = f.metadata.get("min"), f.metadata.get("max")
+    return "" if lo is None and hi is None else f", {lo if lo is not None else ''}..{hi if hi is not None else ''}"
+
 def _type_name(tp) -> str:
     if typing.get_origin(tp) is Literal: return " | ".join(map(str, typing.get_args(tp)))
     return getattr(tp, "__name__", str(tp).replace("typing.", ""))
@@ -92,9 +105,9 @@ def _type_name(tp) -> str:
 @dataclass(frozen=True)
 class ReaderOptions(Config):
     "The shared reader's options (`Reader`), inherited by the configs of methods that answer through it; `reader(llm)` builds it."
-    reader_max_passages: int = param(3, "evidence items the reader sees (best first)")
+    reader_max_passages: int = param(3, "evidence items the reader sees (best first)", min=1)
     reader_best_last: bool = param(True, "show the best item last, right above the question")
-    reader_max_new_tokens: int = param(24, "answer token cap")
+    reader_max_new_tokens: int = param(24, "answer token cap", min=1)
     reader_constrain_options: bool = param(True, "decode A-or-B and yes/no questions under their options")
 
     def reader(self, llm: ChatModel, **override) -> Reader:

@@ -215,7 +215,8 @@ class ChatModel:
         for i, m in enumerate(msgs):
             hit = self.cache.get(LLMCache.key(self.model_id, m, params)) if self.cache is not None else None
             if hit is not None:
-                out[i] = Generation(**{k: v for k, v in hit.items() if k in Generation.__dataclass_fields__}, cached=True)
+                kept = {k: v for k, v in hit.items() if k in Generation.__dataclass_fields__ and k not in ("cached", "unparsed", "reask")}
+                out[i] = Generation(**kept, cached=True)           # entries written by older versions carry 'cached' too
                 self._check(out[i], validate, json_schema)
             else: todo.append(i)
         backend = dict(params, stop=None if self.think_tokens else params["stop"], max_new_tokens=max_new_tokens + self.think_tokens)
@@ -327,6 +328,8 @@ class HFChatModel(ChatModel):
         super().__init__(cache, think_tokens)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+        hf_logging.disable_progress_bar()            # a "Loading weights" bar per model load says nothing to a user
         self.path, self.device, self.batch_size = Path(path), resolve_device(device), batch_size
         self.tok = AutoTokenizer.from_pretrained(self.path)
         self.tok.padding_side = "left"
@@ -587,6 +590,8 @@ class STEmbedder(Embedder):
     `model_id` is `model_identity(name, path)`: `name` (default `st:<folder name>`) plus a hash of the folder's files."""
     def __init__(self, path, device: str = "auto", model_id: str | None = None):
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+        hf_logging.disable_progress_bar()
         self.model = SentenceTransformer(str(path), device=resolve_device(device))
         self.model_id = model_identity(model_id or f"st:{Path(path).name}", path)
         self.dim = self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension") else self.model.get_sentence_embedding_dimension()

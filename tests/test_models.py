@@ -223,3 +223,15 @@ def test_hf_checkpoints_with_the_same_folder_name_get_their_own_ids_and_outputs(
     A16 = load_llm(f"hf:{a}", "cpu", cache=cache, dtype=torch.bfloat16)
     assert A16.model_id != A.model_id and A16.model_id.startswith("hf:checkpoint-100@")
     assert not A16("w3 w4 w5", max_new_tokens=6).cached
+
+
+def test_cache_entries_of_older_versions_are_read(tmp_path):
+    "Entries written before Generation grew fields (with 'cached' stored, no 'finish_reason') are still hits."
+    cache = LLMCache(tmp_path)
+    llm = ScriptedLLM([]); llm.cache = cache
+    from megrag_kit.models import as_messages
+    params = dict(max_new_tokens=64, temperature=0.0, stop=None, json_schema=None, seed=None)
+    cache._c.set(LLMCache.key(llm.model_id, as_messages("q"), params),
+                 {"text": "old", "prompt_tokens": 5, "completion_tokens": 1, "cached": False, "latency_s": 0.5})
+    g = llm("q")
+    assert (g.text, g.cached, g.prompt_tokens, g.finish_reason) == ("old", True, 5, None)
