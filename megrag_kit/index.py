@@ -10,7 +10,7 @@ from typing import Callable
 from tqdm.auto import tqdm
 from .core import UNIT_KINDS, Dataset, cache_dir, content_words, parse_unit_id, unit_id
 from .models import ChatModel, Cost, Embedder, StructuredOutputError, cost_phase, parse_json
-from .retrievers import BM25Index, DenseIndex, IndexMismatchError, slug
+from .retrievers import BM25Index, DenseIndex, IndexMismatchError, _check_k, slug
 
 # %% auto #0
 __all__ = ['TRIPLE_SCHEMA', 'OPENIE_EXAMPLES', 'OPENIE_STOP', 'split_sentences', 'SentenceView', 'ExtractedView', 'openie_prompt',
@@ -231,11 +231,17 @@ class EvidenceStore:
     `root`: folder (default `cache_dir('stores', f'{slug(dataset.name)}-{dataset.fingerprint()}')`);
     `openie`: `lazy` (a passage's triples are extracted the first time they are asked for) or `eager` (all on
     first use); `openie_batch`: passages per LLM call; `openie_schema`: decode OpenIE under `TRIPLE_SCHEMA`
-    (always parseable, slower on CPU) instead of free decoding parsed by `parse_triples`. `ValueError` for an
-    unknown `openie` mode."""
+    (always parseable, slower on CPU) instead of free decoding parsed by `parse_triples`; `chunking`: how the
+    dense index treats passages longer than the embedder's input limit, `truncate` (one vector each, cut at the
+    limit) or `window` (overlapping windows, a passage scoring its best window; see `DenseIndex`). `ValueError`
+    for an unknown `openie` mode or `chunking`, or a dataset without passages."""
     def __init__(self, dataset: Dataset, embedder: Embedder | None = None, llm: ChatModel | None = None, root=None,
-                 openie: str = "lazy", openie_batch: int = 8, openie_schema: bool = False, show_progress: bool = True):
+                 openie: str = "lazy", openie_batch: int = 8, openie_schema: bool = False, show_progress: bool = True,
+                 chunking: str = "truncate"):
         if openie not in ("lazy", "eager"): raise ValueError(f"openie must be lazy|eager, got {openie!r}")
+        if chunking not in ("truncate", "window"): raise ValueError(f"chunking must be truncate|window, got {chunking!r}")
+        if not dataset.corpus: raise ValueError(f"dataset {dataset.name!r} has no passages: its corpus is empty")
+        self.chunking = chunking
         self.ds, self.embedder, self.llm, self.openie, self.openie_batch, self.openie_schema = dataset, embedder, llm, openie, openie_batch, openie_schema
         self.root = Path(root) if root else cache_dir("stores", f"{slug(dataset.name)}-{dataset.fingerprint()}")
         self.root.mkdir(parents=True, exist_ok=True)
@@ -260,10 +266,10 @@ class EvidenceStore:
     # ---- passage view: dense and sparse retrievers
     @property
     def dense(self) -> DenseIndex:
-        "The `DenseIndex` over passage contents under `root/vectors` (`ValueError` without an embedder)."
+        "The `DenseIndex` over passage contents under `root/vectors`, with this store's `chunking` (`ValueError` without an embedder)."
         if self._dense is None:
             if self.embedder is None: raise ValueError("an embedder is needed for passage vectors")
-            self._dense = DenseIndex(self.contents, self.embedder, self.root / "vectors", "passages", self.show_progress)
+            self._dense = DenseIndex(self.contents, self.embedder, self.root / "vectors", "passages", self.show_progress, chunking=self.chunking)
         return self._dense
 
     @property
@@ -273,12 +279,12 @@ class EvidenceStore:
         return self._bm25
 
     def search(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
-        "Dense top-`k` passages per query: `[[(pid, cosine), ...] per query]`, best first."
-        return self.dense.search(queries, k)
+        "Dense top-`k` passages per query: `[[(pid, cosine), ...] per query]`, best first (with windows, a passage's best window's cosine). `ValueError` for `k < 1`, before any model is touched."
+        return self.dense.search(queries, _check_k(k))
 
     def search_bm25(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
-        "BM25 top-`k` passages per query: `[[(pid, score), ...] per query]`, best first, positive scores only (`[]` for a query with no known word)."
-        return self.bm25.search(queries, k)
+        "BM25 top-`k` passages per query: `[[(pid, score), ...] per query]`, best first, positive scores only (`[]` for a query with no known word). `ValueError` for `k < 1`."
+        return self.bm25.search(queries, _check_k(k))
 
     # ---- per-passage views
     def _kinds(self) -> dict[str, str]:

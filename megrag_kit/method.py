@@ -129,10 +129,15 @@ class Resources:
     `llm`, `embedder`: a spec string (`load_llm` / `load_embedder`), an object, or `None` (none in this run); `device`: auto|cpu|cuda;
     `batch_size`: prompts per forward pass of a local model, concurrent requests to a server; `cache`: the
     persistent LLM call cache; `openie`: `lazy` or `eager` triple view; `store_root`: the store folder
-    (default: the cache). `loaded()` tells which models were actually built (for the run manifest)."""
+    (default: the cache); `chunking`: the store's dense passage vectors, `truncate` (one per passage, cut at the
+    embedder's input limit) or `window` (overlapping windows, a passage scoring its best one; see `DenseIndex`),
+    `ValueError` for another value. `loaded()` tells which models were actually built (for the run manifest)."""
     def __init__(self, dataset: Dataset, llm: str | ChatModel | None = "smollm2-135m", embedder: str | Embedder | None = "minilm",
-                 device: str = "auto", batch_size: int = 8, cache: bool = True, openie: str = "lazy", store_root=None):
+                 device: str = "auto", batch_size: int = 8, cache: bool = True, openie: str = "lazy", store_root=None,
+                 chunking: str = "truncate"):
+        if chunking not in ("truncate", "window"): raise ValueError(f"chunking must be truncate|window, got {chunking!r}")
         self.dataset, self.device, self.batch_size, self.cache, self.openie, self.store_root = dataset, device, batch_size, cache, openie, store_root
+        self.chunking = chunking
         spec = lambda x: x if isinstance(x, str) or x is None else getattr(x, "model_id", type(x).__name__)
         self.llm_spec, self.embedder_spec = spec(llm), spec(embedder)
         if llm is not None and not isinstance(llm, str): self.__dict__["llm"] = llm
@@ -151,7 +156,8 @@ class Resources:
 
     @cached_property
     def store(self) -> EvidenceStore:
-        return EvidenceStore(self.dataset, _Deferred(lambda: self.embedder), _Deferred(lambda: self.llm), root=self.store_root, openie=self.openie)
+        return EvidenceStore(self.dataset, _Deferred(lambda: self.embedder), _Deferred(lambda: self.llm), root=self.store_root, openie=self.openie,
+                             chunking=self.chunking)
 
     def loaded(self) -> dict:
         "`{'llm': model_id, 'embedder': model_id}` for the models built so far (absent: never loaded)."

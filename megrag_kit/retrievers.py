@@ -4,14 +4,15 @@
 
 # %% ../nbs/03_retrievers.ipynb #9be6a643
 from __future__ import annotations
-import hashlib, json, os, re, shutil, time
+import hashlib, json, os, re, shutil, time, warnings
 from pathlib import Path
 from typing import Hashable, Protocol, runtime_checkable
 import numpy as np
 from tqdm.auto import tqdm
 
 # %% auto #0
-__all__ = ['IndexMismatchError', 'Retriever', 'slug', 'text_fingerprint', 'DenseIndex', 'BM25Index', 'rrf']
+__all__ = ['IndexMismatchError', 'Retriever', 'slug', 'text_fingerprint', 'embedder_tokenizer', 'token_lengths', 'token_windows',
+           'DenseIndex', 'BM25Index', 'rrf']
 
 # %% ../nbs/03_retrievers.ipynb #91ab4393
 class IndexMismatchError(RuntimeError):
@@ -41,63 +42,181 @@ def _write_json_atomic(path: Path, obj):
     tmp.write_text(json.dumps(obj, indent=1)); os.replace(tmp, path)
 
 # %% ../nbs/03_retrievers.ipynb #50f0bcd4
+def _check_k(k) -> int:
+    "`k` as an int; `ValueError` naming it unless it is at least 1."
+    k = int(k)
+    if k < 1: raise ValueError(f"k must be >= 1, got {k}")
+    return k
+
+def embedder_tokenizer(embedder) -> tuple[object | None, int | None]:
+    """`(tokenizer, max_tokens)` an embedder cuts its inputs with, read from a sentence-transformers model at
+    `embedder.model` (its `.tokenizer` and `.max_seq_length`, the limit in word pieces with the special tokens
+    included); `(None, None)` when the embedder has no such model (a server, a stand-in): the limit is unknown."""
+    model = getattr(embedder, "model", None)
+    tok, limit = getattr(model, "tokenizer", None), getattr(model, "max_seq_length", None)
+    return (tok, int(limit)) if tok is not None and limit else (None, None)
+
+def token_lengths(texts: list[str], tokenizer, batch: int = 1024) -> np.ndarray:
+    "Word pieces of each text as `tokenizer` encodes it for the model, special tokens included: int64 `[len(texts)]`."
+    out = []
+    for b in range(0, len(texts), batch):
+        out += [len(ids) for ids in tokenizer(list(texts[b:b + batch]), add_special_tokens=True, verbose=False)["input_ids"]]
+    return np.asarray(out, dtype=np.int64)
+
+def token_windows(text: str, tokenizer, max_tokens: int, overlap: int = 64) -> list[str]:
+    """Split `text` into windows that each fit a model input of `max_tokens` word pieces (special tokens included).
+
+    `tokenizer`: a Hugging Face fast tokenizer (offsets and word ids are needed). A text that fits is returned
+    whole, unchanged: `[text]`. Otherwise each window holds at most `max_tokens - tokenizer.num_special_tokens_to_add()`
+    word pieces and is the substring of `text` from its first to its last piece; a window ends at the end of a word
+    and the next one starts `overlap` pieces before that end, moved back to the start of its word, so consecutive
+    windows share at least `overlap` pieces (a word longer than a window is cut where it must be). The windows
+    cover every piece of the text, in order. `ValueError` unless `0 <= overlap < window width`."""
+    width = int(max_tokens) - tokenizer.num_special_tokens_to_add()
+    if not 0 <= overlap < width: raise ValueError(f"overlap must be in [0, {width}) for {max_tokens}-token inputs, got {overlap}")
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    offs, words, n = enc["offset_mapping"], enc.word_ids(), len(enc["input_ids"])
+    if n <= width: return [text]
+    def word_start(i):
+        while 0 < i < n and words[i - 1] == words[i]: i -= 1
+        return i
+    out, s = [], 0
+    while True:
+        e = min(s + width, n)
+        if e < n and word_start(e) > s: e = word_start(e)
+        out.append(text[offs[s][0]:offs[e - 1][1]])
+        if e == n: return out
+        nxt = max(e - overlap, s + 1)
+        s = word_start(nxt) if word_start(nxt) > s else nxt
+
+# %% ../nbs/03_retrievers.ipynb #1fb12c51
 class DenseIndex:
     """Exact cosine search over `texts` with an embedder, saved to disk on first use.
 
     `embedder.encode(list[str])` must return L2-normalized float32 rows `[n, embedder.dim]`;
-    `embedder.model_id` names the model. The vectors live in `folder/<slug(model_id)>/<name>.faiss` (a
-    `faiss.IndexFlatIP`) with `<name>.meta.json` (`model_id`, `dim`, `n`, `fingerprint` of the texts,
-    `seconds` to build); both are written atomically. Opening files made by another model id or dimension, or
-    for other texts, raises `IndexMismatchError`. Ids are positions in `texts`. This is the passage view of
-    "MEGRAG: Multi-Granular Evidence Graphs for Answer-Aware Multi-Hop RAG", §Methodology (dense retrieval of
-    the passage view, the first step of every hop)."""
-    def __init__(self, texts: list[str], embedder, folder, name: str = "passages", show_progress: bool = True):
-        self.texts, self.embedder, self.folder, self.name, self.show_progress = list(texts), embedder, Path(folder), name, show_progress
-        self._index = self._vecs = self._fp = None
+    `embedder.model_id` names the model. `chunking`: `truncate` (default: one vector per text, which the embedder
+    cuts at its input limit) or `window` (texts longer than the limit are split by `token_windows` with `overlap`
+    word pieces shared between neighbouring windows, one vector per window; needs `embedder_tokenizer`).
+    Files: `folder/<slug(model_id)>/<stem>.faiss` with `<stem>.meta.json`, where `stem` is `name` for truncation
+    and `<name>.window-overlap<overlap>` for windows; both written atomically. The manifest holds `model_id`,
+    `dim`, `n`, the texts' `fingerprint`, `chunking` (and `overlap`, `n_windows` for windows), `max_tokens` (the
+    embedder's input limit in word pieces, special tokens included), `longest_tokens`, `n_long` (texts over the
+    limit), `n_truncated` (inputs the embedder cut: the long texts when truncating, windows over the limit, 0 by
+    construction, when windowing) and `seconds` to build; the token counts are `null` when the embedder's
+    tokenizer is unknown (`embedder_tokenizer`). Building with truncation warns (`UserWarning`) when some text is
+    longer than the limit. Opening files made by another model id or dimension, for other texts, or with other
+    chunking raises `IndexMismatchError`. Ids are positions in `texts` in both modes. `ValueError` for an empty
+    `texts`, an unknown `chunking` or a negative `overlap` (here), for `window` with an embedder of unknown
+    tokenizer (at build) and for `k < 1` (at search). This is the passage view of "MEGRAG: Multi-Granular
+    Evidence Graphs for Answer-Aware Multi-Hop RAG", §Methodology (dense retrieval of the passage view, the first
+    step of every hop)."""
+    def __init__(self, texts: list[str], embedder, folder, name: str = "passages", show_progress: bool = True,
+                 chunking: str = "truncate", overlap: int = 64):
+        if chunking not in ("truncate", "window"): raise ValueError(f"chunking must be truncate|window, got {chunking!r}")
+        if int(overlap) < 0: raise ValueError(f"overlap must be >= 0, got {overlap}")
+        self.texts = list(texts)
+        if not self.texts: raise ValueError(f"DenseIndex {name!r} needs at least one text: the text list is empty")
+        self.embedder, self.folder, self.name, self.show_progress = embedder, Path(folder), name, show_progress
+        self.chunking, self.overlap = chunking, int(overlap)
+        self._index = self._vecs = self._fp = self._owners = None
+        self.meta: dict | None = None   # the manifest, once built or loaded
 
     def __len__(self): return len(self.texts)
     @property
+    def stem(self) -> str:
+        "The files' name without extension: `name`, or `<name>.window-overlap<overlap>` for windows."
+        return self.name if self.chunking == "truncate" else f"{self.name}.window-overlap{self.overlap}"
+    @property
     def path(self) -> Path:
         "The `.faiss` file of the vectors."
-        return self.folder / slug(self.embedder.model_id) / f"{self.name}.faiss"
+        return self.folder / slug(self.embedder.model_id) / f"{self.stem}.faiss"
     @property
     def meta_path(self) -> Path:
-        "The `.meta.json` file beside the vectors."
-        return self.path.with_name(f"{self.name}.meta.json")
+        "The `.meta.json` file beside the vectors (the manifest)."
+        return self.path.with_name(f"{self.stem}.meta.json")
     @property
     def fingerprint(self) -> str:
         "`text_fingerprint(texts)`, computed once."
         if self._fp is None: self._fp = text_fingerprint(self.texts)
         return self._fp
 
+    def _want(self) -> dict:
+        want = dict(model_id=self.embedder.model_id, dim=int(self.embedder.dim), n=len(self.texts), fingerprint=self.fingerprint, chunking=self.chunking)
+        if self.chunking == "window": want.update(overlap=self.overlap, max_tokens=embedder_tokenizer(self.embedder)[1])
+        return want
+
+    def _inputs(self) -> tuple[list[str], np.ndarray | None, dict]:
+        "What the embedder is given (texts or windows), each input's text position (windows only) and the token counts."
+        tok, limit = embedder_tokenizer(self.embedder)
+        if tok is None:
+            if self.chunking == "window":
+                raise ValueError(f"window chunking needs the embedder's tokenizer and input limit (a sentence-transformers model at "
+                                 f"`.model`); {self.embedder.model_id} has none")
+            return self.texts, None, dict(max_tokens=None, longest_tokens=None, n_long=None, n_truncated=None)
+        lengths = token_lengths(self.texts, tok)
+        stats = dict(max_tokens=limit, longest_tokens=int(lengths.max()), n_long=int((lengths > limit).sum()))
+        if self.chunking == "truncate":
+            if stats["n_long"]:
+                warnings.warn(f"{stats['n_long']} of {len(self.texts)} texts are longer than the {limit}-token input limit of "
+                              f"{self.embedder.model_id} (longest {stats['longest_tokens']}): it embeds only their first {limit} tokens, "
+                              f"so their tails cannot be retrieved; chunking='window' embeds them whole", stacklevel=3)
+            return self.texts, None, {**stats, "n_truncated": stats["n_long"]}
+        inputs, owners = [], []
+        for i, (t, n) in enumerate(zip(self.texts, lengths)):
+            ws = token_windows(t, tok, limit, self.overlap) if n > limit else [t]
+            inputs += ws; owners += [i] * len(ws)
+        n_cut = int((token_lengths(inputs, tok) > limit).sum())
+        return inputs, np.asarray(owners, dtype=np.int64), {**stats, "n_truncated": n_cut, "n_windows": len(inputs)}
+
+    def _set_owners(self, owners):
+        self._owners = owners
+        if owners is not None:
+            self._starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])   # first window of each text
+            self._widest = int(np.diff(np.r_[self._starts, len(owners)]).max())      # most windows of one text
+
     def build(self) -> "DenseIndex":
-        "Load the saved vectors (checking model id, dimension and texts) or embed the texts and save them; returns `self`. `IndexMismatchError` on a mismatch."
+        "Load the saved vectors (checking model id, dimension, texts and chunking) or embed the texts and save them; returns `self`. `IndexMismatchError` on a mismatch."
         if self._index is not None: return self
         import faiss
-        want = dict(model_id=self.embedder.model_id, dim=int(self.embedder.dim), n=len(self.texts), fingerprint=self.fingerprint)
+        want = self._want()
         if self.meta_path.exists() and self.path.exists():
             meta = json.loads(self.meta_path.read_text())
-            held = {k: meta.get(k) for k in want}
-            if held != want:
+            held = {k: meta.get(k, "truncate" if k == "chunking" else None) for k in want}   # files from before chunking existed truncate
+            core = ("model_id", "dim", "n", "fingerprint")
+            if any(held[k] != want[k] for k in core):
                 raise IndexMismatchError(f"{self.path} holds vectors of model {held['model_id']} (dim {held['dim']}) for n={held['n']} texts "
                                          f"(fingerprint {held['fingerprint']}); wanted model {want['model_id']} (dim {want['dim']}) for n={want['n']} "
                                          f"texts (fingerprint {want['fingerprint']}): use another folder or delete these files")
+            if held != want:
+                diff = ", ".join(f"{k}={held[k]!r} (wanted {want[k]!r})" for k in want if held[k] != want[k])
+                raise IndexMismatchError(f"{self.path} holds vectors built with {diff}: use the files' options, another folder, or delete these files")
             index = faiss.read_index(str(self.path))
-            if index.ntotal != want["n"]: raise IndexMismatchError(f"{self.path} holds {index.ntotal} vectors, its meta file says {want['n']}")
-            self._index = index
+            owners = faiss.vector_to_array(index.id_map).astype(np.int64) if self.chunking == "window" else None
+            count = meta.get("n_windows") if owners is not None else want["n"]
+            if index.ntotal != count: raise IndexMismatchError(f"{self.path} holds {index.ntotal} vectors, its meta file says {count}")
+            if owners is not None and not (np.all(np.diff(owners) >= 0) and np.array_equal(np.unique(owners), np.arange(want["n"]))):
+                raise IndexMismatchError(f"{self.path}: its window labels do not run through the {want['n']} texts in order")
+            self._index, self.meta = index, meta
+            self._set_owners(owners)
             return self
-        t0, vecs, bs = time.perf_counter(), [], 256
-        for b in tqdm(range(0, len(self.texts), bs), desc=f"embed {self.name}", disable=not self.show_progress, unit=f"x{bs}"):
-            vecs.append(np.asarray(self.embedder.encode(self.texts[b:b + bs]), dtype=np.float32))
-        vecs = np.concatenate(vecs) if vecs else np.zeros((0, self.embedder.dim), np.float32)
-        if vecs.shape != (len(self.texts), self.embedder.dim):
-            raise ValueError(f"embedder {self.embedder.model_id} returned shape {vecs.shape}, expected {(len(self.texts), self.embedder.dim)}")
-        index = faiss.IndexFlatIP(int(self.embedder.dim)); index.add(vecs)
+        t0 = time.perf_counter()
+        inputs, owners, stats = self._inputs()
+        vecs, bs = [], 256
+        for b in tqdm(range(0, len(inputs), bs), desc=f"embed {self.name}", disable=not self.show_progress, unit=f"x{bs}"):
+            vecs.append(np.asarray(self.embedder.encode(inputs[b:b + bs]), dtype=np.float32))
+        vecs = np.concatenate(vecs)
+        if vecs.shape != (len(inputs), self.embedder.dim):
+            raise ValueError(f"embedder {self.embedder.model_id} returned shape {vecs.shape}, expected {(len(inputs), self.embedder.dim)}")
+        index = faiss.IndexFlatIP(int(self.embedder.dim))
+        if owners is None: index.add(vecs)
+        else: index = faiss.IndexIDMap(index); index.add_with_ids(vecs, owners)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = str(self.path) + f".tmp{os.getpid()}"
         faiss.write_index(index, tmp); os.replace(tmp, self.path)
-        _write_json_atomic(self.meta_path, {**want, "seconds": round(time.perf_counter() - t0, 2)})   # written last: it vouches for the vectors
-        self._index, self._vecs = index, vecs
+        meta = {**want, **stats, "seconds": round(time.perf_counter() - t0, 2)}
+        _write_json_atomic(self.meta_path, meta)   # written last: it vouches for the vectors
+        self._index, self._vecs, self.meta = index, vecs, meta
+        self._set_owners(owners)
         return self
 
     def encode(self, queries: list[str]) -> np.ndarray:
@@ -105,25 +224,51 @@ class DenseIndex:
         return np.asarray(self.embedder.encode(list(queries)), dtype=np.float32)
 
     def search(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
-        "Per query, the top `k` texts as `(id, cosine)` best first; `k` is clipped to the number of texts."
+        """Per query, the top `k` texts as `(id, cosine)` best first; `k` is clipped to the number of texts and must
+        be at least 1 (`ValueError`). With windows, a text's cosine is that of its best window and each text
+        appears once."""
+        k = min(_check_k(k), len(self.texts))
         queries = list(queries)
-        k = min(int(k), len(self.texts))
         if not queries: return []
-        if k <= 0: return [[] for _ in queries]
         self.build()
-        scores, ids = self._index.search(self.encode(queries), k)
-        return [[(int(i), float(s)) for i, s in zip(ri, rs) if i >= 0] for ri, rs in zip(ids, scores)]
+        if self._owners is None:
+            scores, ids = self._index.search(self.encode(queries), k)
+            return [[(int(i), float(s)) for i, s in zip(ri, rs) if i >= 0] for ri, rs in zip(ids, scores)]
+        # the best k * (most windows of one text) windows hold at least k distinct texts; a text's first
+        # window in this ranking is its best one, so the first k distinct texts are the max-pooled top k
+        scores, ids = self._index.search(self.encode(queries), min(self._index.ntotal, k * self._widest))
+        out = []
+        for ri, rs in zip(ids, scores):
+            seen, hits = set(), []
+            for i, s in zip(ri, rs):
+                if i < 0 or i in seen: continue
+                seen.add(i); hits.append((int(i), float(s)))
+                if len(hits) == k: break
+            out.append(hits)
+        return out
+
+    @property
+    def owners(self) -> np.ndarray:
+        "The text position of each row of `vectors()`: int64 `[n_rows]` (`arange(n)` when truncating; non-decreasing, each text at least once, with windows)."
+        self.build()
+        return np.arange(len(self.texts)) if self._owners is None else self._owners
 
     def vectors(self) -> np.ndarray:
-        "All text vectors, float32 `[n, dim]` (read back from the index once)."
+        """All stored vectors, float32 `[n_rows, dim]` (read back from the index once): one row per text (`n_rows = n`,
+        row `i` is text `i`) when truncating, one row per window (`n_rows = meta['n_windows']`, in text order,
+        `owners` gives each row's text) with windows."""
         self.build()
         if self._vecs is None:
-            self._vecs = self._index.reconstruct_n(0, self._index.ntotal) if self._index.ntotal else np.zeros((0, self.embedder.dim), np.float32)
+            import faiss
+            flat = self._index if self._owners is None else faiss.downcast_index(self._index.index)
+            self._vecs = flat.reconstruct_n(0, flat.ntotal)
         return self._vecs
 
     def similarities(self, queries: list[str]) -> np.ndarray:
-        "Cosine of every query to every text: float32 `[len(queries), n]` (row `i`, column `j` = query `i` against text `j`)."
-        return self.encode(queries) @ self.vectors().T
+        """Cosine of every query to every text: float32 `[len(queries), n]` (row `i`, column `j` = query `i` against
+        text `j`); with windows, the best cosine among text `j`'s windows (what `search` ranks by)."""
+        sims = self.encode(queries) @ self.vectors().T
+        return sims if self._owners is None else np.maximum.reduceat(sims, self._starts, axis=1)
 
 # %% ../nbs/03_retrievers.ipynb #9ed87f43
 class BM25Index:
@@ -133,11 +278,12 @@ class BM25Index:
     `bm25l`, `bm25+`); `stopwords`: passed to `bm25s.tokenize` (`en` for English). The folder holds the
     `bm25s` files plus `meta.json` (`n`, `fingerprint` of the texts, the parameters); opening it for other texts
     or parameters raises `IndexMismatchError`. Ids are positions in `texts`; scores are non-negative and only
-    positive ones are returned. Reference: Robertson and Zaragoza, "The Probabilistic Relevance Framework:
+    positive ones are returned. `ValueError` for an empty `texts` (here) and for `k < 1` (at search). Reference: Robertson and Zaragoza, "The Probabilistic Relevance Framework:
     BM25 and Beyond" (2009), §3."""
     def __init__(self, texts: list[str], folder, name: str = "passages", k1: float = 1.5, b: float = 0.75,
                  method: str = "lucene", stopwords: str | list[str] | None = "en"):
         self.texts, self.folder, self.name = list(texts), Path(folder), name
+        if not self.texts: raise ValueError(f"BM25Index {name!r} needs at least one text: the text list is empty")
         self.params = dict(k1=k1, b=b, method=method, stopwords=stopwords)
         self._bm = None
 
@@ -160,7 +306,6 @@ class BM25Index:
                 raise IndexMismatchError(f"{self.dir} holds BM25 for {held} but {want} was wanted: use another folder or name, or delete it")
             self._bm = bm25s.BM25.load(str(self.dir), show_progress=False)
             return self
-        if not self.texts: raise ValueError("BM25Index needs at least one text")
         p = self.params
         bm = bm25s.BM25(k1=p["k1"], b=p["b"], method=p["method"])
         bm.index(bm25s.tokenize(self.texts, stopwords=p["stopwords"], show_progress=False), show_progress=False)
@@ -187,19 +332,20 @@ class BM25Index:
         return np.asarray(self._bm.get_scores(toks), dtype=np.float32) if toks else np.zeros(len(self.texts), np.float32)
 
     def search(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
-        "Per query, up to `k` texts with a positive score as `(id, score)` best first (ties: lower id first); `[]` for a query with no known token."
-        out = []
+        "Per query, up to `k` texts with a positive score as `(id, score)` best first (ties: lower id first); `[]` for a query with no known token. `ValueError` for `k < 1`."
+        k, out = _check_k(k), []
         for q in queries:
             s = self.scores(q)
-            top = np.argsort(-s, kind="stable")[:max(int(k), 0)]
+            top = np.argsort(-s, kind="stable")[:k]
             out.append([(int(i), float(s[i])) for i in top if s[i] > 0])
         return out
 
     def search_within(self, query: str, ids: list[int], k: int | None = None, positive_only: bool = True) -> list[tuple[int, float]]:
         """Rank only the texts `ids` (positions in `texts`; repeats ignored) against `query`: `(id, score)` best first,
-        ties in the order of `ids`, at most `k` (all when `None`). With `positive_only` texts scoring 0 are left out.
-        `IndexError` for an id outside `[0, n)`. CARA's `Neighbors` ranks a node's neighbours this way
+        ties in the order of `ids`, at most `k` (all when `None`; `ValueError` when below 1). With `positive_only` texts
+        scoring 0 are left out. `IndexError` for an id outside `[0, n)`. CARA's `Neighbors` ranks a node's neighbours this way
         ("CARA: Causally Guided Retrieval Agent for Question Answering", §3)."""
+        if k is not None: k = _check_k(k)
         ids = list(dict.fromkeys(int(i) for i in ids))
         bad = [i for i in ids if not 0 <= i < len(self.texts)]
         if bad: raise IndexError(f"ids {bad[:5]} outside [0, {len(self.texts)})")

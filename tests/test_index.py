@@ -1,11 +1,12 @@
-import json
+import json, shutil, types, warnings
 import numpy as np
 import pytest
-from megrag_kit.core import parse_unit_id
+from megrag_kit.core import Dataset, Passage, parse_unit_id
 from megrag_kit.data import load_dataset
 from megrag_kit.index import EvidenceStore, ExtractedView, IndexMismatchError, is_grounded, openie_prompt, split_sentences
-from megrag_kit.models import CostMeter, Embedder, StructuredOutputError, parse_json
-from megrag_kit.retrievers import BM25Index, DenseIndex, Retriever, rrf, slug, text_fingerprint
+from megrag_kit.method import Resources
+from megrag_kit.models import CostMeter, Embedder, StructuredOutputError, minilm_path, parse_json
+from megrag_kit.retrievers import BM25Index, DenseIndex, Retriever, embedder_tokenizer, rrf, slug, text_fingerprint, token_lengths, token_windows
 from conftest import ScriptedLLM
 
 GOOD = '{"triples": [["Charles James Mathew", "born on", "24 October 1872"]]}'
@@ -24,6 +25,28 @@ class HashEmbedder(Embedder):
         for i, t in enumerate(texts):
             for w in t.lower().split(): out[i, hash(w) % self.dim] += 1
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    "MiniLM's word-piece tokenizer alone (no model weights)."
+    from transformers import AutoTokenizer
+    return AutoTokenizer.from_pretrained(minilm_path())
+
+
+class PieceEmbedder(Embedder):
+    """Word-piece count vectors over the tokenizer's vocabulary, reading only the first `limit` pieces of each input
+    (special tokens counted) the way a sentence-transformers model cuts it; carries `model.tokenizer` and
+    `model.max_seq_length` like one. No model weights."""
+    def __init__(self, tok, limit=32, model_id="pieces@1"):
+        self.tok, self.model_id, self.dim, self.calls = tok, model_id, len(tok), 0
+        self.model = types.SimpleNamespace(tokenizer=tok, max_seq_length=limit)
+    def encode(self, texts, batch_size=64):
+        self.calls += 1
+        keep = self.model.max_seq_length - self.tok.num_special_tokens_to_add()
+        x = np.zeros((len(texts), self.dim), np.float32)
+        for i, ids in enumerate(self.tok(list(texts), add_special_tokens=False)["input_ids"]): np.add.at(x[i], ids[:keep], 1.0)
+        return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
 # ---- dense index
@@ -47,7 +70,7 @@ def test_dense_index_saves_reloads_and_refuses_mismatches(demo, tmp_path):
     sims = again.similarities(["Charles James Mathew"])
     assert sims.shape == (1, len(texts)) and sims[0, hits[0][0][0]] == pytest.approx(hits[0][0][1], abs=1e-5)
     assert len(again.search(["x"], 10_000)[0]) == len(texts)        # k clipped
-    assert again.search([], 3) == [] and again.search(["x"], 0) == [[]]
+    assert again.search([], 3) == []
     # other texts, other dimension, same folder: refused with a message naming file, held and wanted
     with pytest.raises(IndexMismatchError, match=r"passages\.faiss holds vectors of model hash@1 \(dim 64\) for n=254.*wanted .*n=253"):
         DenseIndex(texts[:-1], HashEmbedder(), tmp_path).build()
@@ -86,6 +109,187 @@ def test_vectors_of_another_model_are_refused(demo, minilm, tmp_path):
     class SameNameOtherDim(Embedder): model_id, dim = minilm.model_id, 768
     with pytest.raises(IndexMismatchError, match="dim 384"):
         EvidenceStore(demo, SameNameOtherDim(), root=tmp_path).search(["x"], 1)
+
+
+# ---- long texts: truncation counted, or windows
+
+def test_truncation_is_counted_in_the_manifest_and_warned_once(tok, tmp_path):
+    texts = ["one two three", "alpha " * 30, "beta " * 100]        # 5, 32 and 102 word pieces with [CLS] and [SEP]
+    e = PieceEmbedder(tok, limit=32)
+    with pytest.warns(UserWarning, match=r"^1 of 3 texts are longer than the 32-token input limit of pieces@1 \(longest 102\)"):
+        d = DenseIndex(texts, e, tmp_path, show_progress=False).build()
+    meta = json.loads(d.meta_path.read_text())
+    assert {k: v for k, v in meta.items() if k != "seconds"} == dict(
+        model_id="pieces@1", dim=len(tok), n=3, fingerprint=text_fingerprint(texts), chunking="truncate",
+        max_tokens=32, longest_tokens=102, n_long=1, n_truncated=1)
+    assert d.meta == meta and d.path == tmp_path / "pieces_1" / "passages.faiss"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                                # reopening the files says nothing again
+        DenseIndex(texts, PieceEmbedder(tok, limit=32), tmp_path).build()
+        short = DenseIndex(texts[:2], PieceEmbedder(tok, limit=32), tmp_path / "short").build()   # 32 pieces fit in 32
+    assert (short.meta["n_long"], short.meta["n_truncated"], short.meta["longest_tokens"]) == (0, 0, 32)
+    # an embedder with no tokenizer (a server, a stand-in): the counts are unknown, written as null, never 0
+    u = DenseIndex(texts, HashEmbedder(), tmp_path / "unknown").build()
+    raw = u.meta_path.read_text()
+    assert [json.loads(raw)[k] for k in ("max_tokens", "longest_tokens", "n_long", "n_truncated")] == [None] * 4 and '"n_truncated": null' in raw
+    assert embedder_tokenizer(HashEmbedder()) == (None, None) and embedder_tokenizer(e) == (tok, 32)
+
+
+def test_truncate_files_are_todays_files_and_old_manifests_still_open(demo, tmp_path):
+    import faiss
+    texts = [p.content for p in demo.corpus]
+    d = DenseIndex(texts, HashEmbedder(), tmp_path, show_progress=False).build()
+    ref = faiss.IndexFlatIP(64); ref.add(HashEmbedder().encode(texts))
+    faiss.write_index(ref, str(tmp_path / "ref.faiss"))
+    assert d.path.read_bytes() == (tmp_path / "ref.faiss").read_bytes()       # the same vectors in the same file as before chunking existed
+    # a manifest written before chunking existed (no chunking, no token counts) opens as truncation
+    old = {k: d.meta[k] for k in ("model_id", "dim", "n", "fingerprint", "seconds")}
+    d.meta_path.write_text(json.dumps(old))
+    e = HashEmbedder(); again = DenseIndex(texts, e, tmp_path)
+    assert again.search(["Teutberga"], 2) == d.search(["Teutberga"], 2) and e.calls == 1 and again.meta == old
+
+
+def test_token_windows_fit_the_limit_and_cover_the_text(demo, tok):
+    assert token_windows("Cork is a city.", tok, 16, 4) == ["Cork is a city."]     # fits: the text itself, unchanged
+    n_split = 0
+    for p in demo.corpus:
+        text, pieces = p.content, tok.tokenize(p.content)
+        wins = token_windows(text, tok, 32, 8)
+        assert (len(wins) > 1) == (len(pieces) > 30)
+        if len(wins) == 1: assert wins == [text]; continue
+        n_split += 1
+        assert all(n <= 32 for n in token_lengths(wins, tok))
+        # each window re-tokenizes to a run of the text's own pieces (it starts and ends on whole words), the runs
+        # start in order, neighbours share at least 8 pieces, and together they hold every piece
+        starts, ends, c = [], [], -1
+        for w in wins:
+            wp, c = tok.tokenize(w), text.index(w, c + 1)
+            at = next(i for i in range(starts[-1] + 1 if starts else 0, len(pieces)) if pieces[i:i + len(wp)] == wp)
+            starts.append(at); ends.append(at + len(wp))
+            inside = lambda j: 0 < j < len(text) and text[j - 1].isalnum() and text[j].isalnum()
+            assert not inside(c) and not inside(c + len(w))             # no window starts or ends inside a word
+        assert starts[0] == 0 and ends[-1] == len(pieces)
+        assert all(e0 - s1 >= 8 for e0, s1 in zip(ends, starts[1:])) and all(e0 < e1 for e0, e1 in zip(ends, ends[1:]))
+    assert n_split == sum(len(tok.tokenize(p.content)) > 30 for p in demo.corpus) > 100
+    with pytest.raises(ValueError, match=r"overlap must be in \[0, 14\) for 16-token inputs, got 14"):
+        token_windows("word " * 40, tok, 16, 14)
+
+
+def test_window_chunking_max_pools_windows_back_to_passages(demo, tok, tmp_path):
+    texts = [p.content for p in demo.corpus]
+    e = PieceEmbedder(tok, limit=32)
+    win = DenseIndex(texts, e, tmp_path, chunking="window", overlap=8, show_progress=False)
+    assert win.path == tmp_path / "pieces_1" / "passages.window-overlap8.faiss" and len(win) == len(texts)
+    queries = [q.question for q in demo.questions[:6]]
+    hits = win.search(queries, 5)
+    counts = [len(token_windows(t, tok, 32, 8)) for t in texts]
+    meta = json.loads(win.meta_path.read_text())
+    assert (meta["chunking"], meta["overlap"], meta["max_tokens"], meta["n_windows"], meta["n_truncated"]) == ("window", 8, 32, sum(counts), 0)
+    assert meta["n_long"] == sum(c > 1 for c in counts) > 100
+    # rows are windows, labelled with their passage in passage order
+    assert win.vectors().shape == (sum(counts), len(tok)) and win.owners.tolist() == [i for i, c in enumerate(counts) for _ in range(c)]
+    # similarities: [queries, passages], each the best of the passage's windows; search ranks by it, one hit per passage
+    rows = win.encode(queries) @ win.vectors().T
+    sims = win.similarities(queries)
+    assert sims.shape == (len(queries), len(texts))
+    np.testing.assert_array_equal(sims, np.stack([rows[:, win.owners == j].max(axis=1) for j in range(len(texts))], axis=1))
+    for h, row in zip(hits, sims):
+        assert len(h) == 5 == len({p for p, _ in h})
+        assert [s for _, s in h] == pytest.approx(sorted(row, reverse=True)[:5], abs=1e-6)
+        assert all(s == pytest.approx(row[p], abs=1e-6) for p, s in h)
+    # a passage whose windows all beat every other passage does not crowd the others out of the top k
+    crowd = ["Cork Cork Cork. " * 40, "Cork is a city in Ireland.", "Paris is in France."]
+    (top,) = DenseIndex(crowd, PieceEmbedder(tok, limit=16), tmp_path / "crowd", chunking="window", overlap=2).search(["Cork"], 2)
+    assert [p for p, _ in top] == [0, 1]
+    # reopened from disk: no text is embedded again, same answers
+    e2 = PieceEmbedder(tok, limit=32)
+    again = DenseIndex(texts, e2, tmp_path, chunking="window", overlap=8)
+    assert again.search(queries, 5) == hits and e2.calls == 1
+
+
+def test_the_chunking_option_names_and_guards_the_files(demo, tok, tmp_path):
+    texts = [p.content for p in demo.corpus[:40]]
+    assert sum(n > 96 for n in token_lengths(texts, tok)) > 5
+    with pytest.warns(UserWarning, match="longer than the 96-token"):
+        cut = DenseIndex(texts, PieceEmbedder(tok, 96), tmp_path).build()
+    win = DenseIndex(texts, PieceEmbedder(tok, 96), tmp_path, chunking="window").build()          # the default overlap, 64
+    assert sorted(p.name for p in cut.path.parent.iterdir()) == ["passages.faiss", "passages.meta.json",
+                                                                "passages.window-overlap64.faiss", "passages.window-overlap64.meta.json"]
+    assert cut.meta["chunking"] == "truncate" and win.meta["chunking"] == "window" and win.meta["overlap"] == 64
+    q = [texts[3][-60:]]
+    assert DenseIndex(texts, PieceEmbedder(tok, 96), tmp_path).search(q, 3) == cut.search(q, 3)   # each opens its own files
+    # files built with the other option, under the expected names: refused, naming what differs
+    other = tmp_path / "swapped" / "pieces_1"; other.mkdir(parents=True)
+    shutil.copy(win.path, other / "passages.faiss"); shutil.copy(win.meta_path, other / "passages.meta.json")
+    with pytest.raises(IndexMismatchError, match=r"passages\.faiss holds vectors built with chunking='window' \(wanted 'truncate'\)"):
+        DenseIndex(texts, PieceEmbedder(tok, 96), tmp_path / "swapped").build()
+    # windows cut for another input limit are refused too
+    with pytest.raises(IndexMismatchError, match=r"max_tokens=96 \(wanted 128\)"):
+        DenseIndex(texts, PieceEmbedder(tok, 128), tmp_path, chunking="window").build()
+    with pytest.raises(ValueError, match="window chunking needs the embedder's tokenizer"):
+        DenseIndex(texts, HashEmbedder(), tmp_path, chunking="window").build()
+    with pytest.raises(ValueError, match=r"chunking must be truncate\|window, got 'chunks'"):
+        DenseIndex(texts, HashEmbedder(), tmp_path, chunking="chunks")
+    with pytest.raises(ValueError, match="overlap must be >= 0, got -1"):
+        DenseIndex(texts, HashEmbedder(), tmp_path, chunking="window", overlap=-1)
+
+
+def test_store_and_resources_take_the_chunking_option(demo, tok, tmp_path):
+    e = PieceEmbedder(tok, 96)
+    store = Resources(demo, None, e, store_root=tmp_path, chunking="window").store
+    assert store.chunking == "window" and store.dense.chunking == "window"
+    (hits,) = store.search([demo.questions[0].question], 3)
+    assert len({p for p, _ in hits}) == 3 and (tmp_path / "vectors" / "pieces_1" / "passages.window-overlap64.faiss").exists()
+    assert store.build(["passage"]) == {"passages": len(demo.corpus)}
+    assert EvidenceStore(demo, e, root=tmp_path).dense.chunking == Resources(demo, None, e).chunking == "truncate"
+    with pytest.raises(ValueError, match=r"chunking must be truncate\|window, got 'windows'"): Resources(demo, None, e, chunking="windows")
+    with pytest.raises(ValueError, match=r"chunking must be truncate\|window, got 'windows'"): EvidenceStore(demo, e, root=tmp_path, chunking="windows")
+
+
+# ---- k and empty inputs
+
+def test_k_below_one_and_empty_text_lists_are_refused_with_value_errors(demo, tmp_path):
+    texts = [p.content for p in demo.corpus[:20]]
+    d, bm = DenseIndex(texts, HashEmbedder(), tmp_path, show_progress=False), BM25Index(texts, tmp_path)
+    for k in (0, -3):
+        for search in (d.search, bm.search):
+            with pytest.raises(ValueError, match=f"^k must be >= 1, got {k}$"): search(["Cork"], k)
+    with pytest.raises(ValueError, match="^k must be >= 1, got 0$"): bm.search_within("Cork", [1, 2], k=0)
+    assert len(d.search(["Cork"], 1)[0]) == 1 and len(bm.search(["the"], 1)) == 1
+    class Untouchable:
+        def __getattr__(self, name): raise AssertionError(f"touched {name}")
+    store = EvidenceStore(demo, Untouchable(), root=tmp_path, show_progress=False)
+    with pytest.raises(ValueError, match="^k must be >= 1, got 0$"): store.search(["x"], 0)        # before the model is touched
+    with pytest.raises(ValueError, match="^k must be >= 1, got 0$"): store.search_bm25(["x"], 0)
+    with pytest.raises(ValueError, match=r"^DenseIndex 'passages' needs at least one text: the text list is empty$"):
+        DenseIndex([], HashEmbedder(), tmp_path)
+    with pytest.raises(ValueError, match=r"^BM25Index 'passages' needs at least one text: the text list is empty$"):
+        BM25Index([], tmp_path)
+    with pytest.raises(ValueError, match=r"^dataset 'empty' has no passages: its corpus is empty$"):
+        EvidenceStore(Dataset("empty", [], []), HashEmbedder(), root=tmp_path)
+
+
+@pytest.mark.slow
+def test_minilm_windows_find_the_tails_of_long_passages(demo, minilm, tmp_path):
+    texts = [p.content for p in demo.corpus]
+    lengths = [len(minilm.model.tokenizer(t)["input_ids"]) for t in texts]
+    long = [i for i, n in enumerate(lengths) if n > 256]
+    with pytest.warns(UserWarning, match=f"^{len(long)} of {len(texts)} texts are longer than the 256-token input limit"):
+        cut = DenseIndex(texts, minilm, tmp_path, show_progress=False).build()
+    win = DenseIndex(texts, minilm, tmp_path, chunking="window", show_progress=False).build()
+    assert (cut.meta["max_tokens"], cut.meta["n_long"], cut.meta["n_truncated"], cut.meta["longest_tokens"]) == (256, len(long), len(long), max(lengths))
+    assert (win.meta["n_long"], win.meta["n_truncated"]) == (len(long), 0) and win.meta["n_windows"] > len(texts) + len(long)
+    # a passage that fits is one window holding the text itself: the same vector either way
+    short = [i for i in range(len(texts)) if i not in long]
+    first = np.searchsorted(win.owners, short)
+    np.testing.assert_allclose(win.vectors()[first], cut.vectors()[short], atol=1e-5)
+    # the last sentence of each long passage, past its first 256 word pieces, as a query: the windows see it
+    tails = [split_sentences(demo.corpus[i].text)[-1] for i in long]
+    sc, sw = cut.similarities(tails), win.similarities(tails)
+    own_c, own_w = sc[np.arange(len(long)), long], sw[np.arange(len(long)), long]
+    assert np.all(own_w >= own_c - 1e-5) and np.mean(own_w - own_c) > 0.1
+    top1 = lambda s: sum(int(r.argmax()) == i for r, i in zip(s, long))
+    assert top1(sw) > top1(sc)
 
 
 # ---- BM25
