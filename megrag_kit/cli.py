@@ -4,59 +4,104 @@
 
 # %% ../nbs/99_cli.ipynb #0b57fec8
 from __future__ import annotations
-import dataclasses, json
+import dataclasses, functools, json, sys
 from pathlib import Path
 import typer
-from .core import set_seed, resolve_device
+from .core import DataError, set_seed, resolve_device
 from .data import DATASETS, load_dataset
+from .models import ModelCallError, check_llm_options, check_model_spec
+from .retrievers import IndexMismatchError
 from .method import ConfigError, Resources, discover, get_method
-from .runner import RunMismatchError, compare_runs, format_summary, run as run_questions
+from .runner import RunMismatchError, check_run_folder, compare_runs, format_summary, run as run_questions
 from .report import report as report_md
 
 # %% auto #0
-__all__ = ['app', 'parse_sets', 'run', 'methods', 'index', 'compare', 'report', 'datasets', 'main']
+__all__ = ['app', 'FRIENDLY_ERRORS', 'friendly', 'parse_options', 'parse_sets', 'run', 'methods', 'index', 'compare', 'report',
+           'datasets', 'main']
 
 # %% ../nbs/99_cli.ipynb #2f3ec467
 app = typer.Typer(add_completion=False, help="megrag_kit: multi-hop RAG methods (MEGRAG, EviReform, CARA) and baselines.",
                   no_args_is_help=True)
+_STATE = {"debug": False}
+FRIENDLY_ERRORS = (DataError, ConfigError, RunMismatchError, ModelCallError, IndexMismatchError, ValueError, KeyError, OSError)
 
-def parse_sets(sets: list[str] | None) -> dict:
-    "`['budget=2', 'variant=no_history']` -> `{'budget': '2', 'variant': 'no_history'}`; `typer.BadParameter` for an item without `=`."
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help="show the full traceback of an error (also accepted after the command)")):
+    _STATE["debug"] = _STATE["debug"] or debug
+
+def friendly(fn):
+    """A command whose expected failures (a bad file, parameter, run folder, model server...) print one line, `Error: ...`,
+    and exit with status 2 (a parameter or run folder the command line asked for) or 1 (anything else); `--debug` shows
+    the traceback instead. Programming errors are not caught."""
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        try: return fn(*a, **kw)
+        except FRIENDLY_ERRORS as e:
+            if _STATE["debug"]: raise
+            msg = str(e).strip('"') if isinstance(e, KeyError) else str(e)
+            typer.echo(f"Error: {msg}", err=True); typer.echo("(run with --debug for the traceback)", err=True)
+            raise typer.Exit(2 if isinstance(e, (ConfigError, RunMismatchError)) else 1)   # 2: the command line asked for it
+    return wrapper
+
+def parse_options(items: list[str] | None, flag: str) -> dict:
+    "`['a=1', 'b=x']` -> `{'a': '1', 'b': 'x'}` for a repeatable `name=value` option; `typer.BadParameter` naming `flag` otherwise."
     out = {}
-    for s in sets or []:
+    for s in items or []:
         k, eq, v = s.partition("=")
-        if not eq or not k.strip(): raise typer.BadParameter(f"--set takes name=value, got {s!r}")
+        if not eq or not k.strip(): raise typer.BadParameter(f"{flag} takes name=value, got {s!r}")
         out[k.strip()] = v.strip()
     return out
 
+def parse_sets(sets: list[str] | None) -> dict:
+    "`['budget=2', 'variant=no_history']` -> `{'budget': '2', 'variant': 'no_history'}`; `typer.BadParameter` for an item without `=`."
+    return parse_options(sets, "--set")
+
+def _llm_options(llm: str, items) -> dict:
+    try: return check_llm_options(llm, parse_options(items, "--llm-option"))
+    except ValueError as e: raise typer.BadParameter(str(e))
+
+def _spec(spec: str, kind: str) -> str:
+    try: return check_model_spec(spec, kind)
+    except ValueError as e: raise typer.BadParameter(str(e))
+
 @app.command()
+@friendly
 def run(method: str = typer.Argument(..., help="a registered method (megrag-kit methods lists them)"),
         set_: list[str] = typer.Option(None, "--set", help="a method parameter, name=value (repeatable)"),
         dataset: str = typer.Option("demo", help=f"{' | '.join(DATASETS)} | questions.json[:corpus.json]"),
-        limit: int = typer.Option(None, help="first N questions"),
+        limit: int = typer.Option(None, min=1, help="first N questions (N >= 1; default: all)"),
         out: Path = typer.Option(None, help="run folder (default runs/<run name>-<dataset>)"),
         llm: str = typer.Option("smollm2-135m", help="smollm2-135m | hf:/path | openai:URL#MODEL"),
+        llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable): think_tokens, extra_body (JSON), timeout, max_retries, api_key, server_stop"),
         embedder: str = typer.Option("minilm", help="minilm | st:/path | openai:URL#MODEL"),
         device: str = typer.Option("auto", help="auto | cpu | cuda"),
-        batch_size: int = typer.Option(8, help="questions per batch (prompts per forward pass; requests in flight to a server)"),
+        batch_size: int = typer.Option(8, min=1, help="questions per batch (prompts per forward pass; requests in flight to a server)"),
         openie: str = typer.Option("lazy", help="triple view: lazy | eager"),
-        seed: int = typer.Option(0),
+        chunking: str = typer.Option("truncate", help="passages longer than the embedder's limit: truncate | window (max over windows)"),
+        seed: int = typer.Option(0, min=0),
         cache: bool = typer.Option(True, help="use the persistent LLM call cache"),
         data_dir: Path = typer.Option(None, help="benchmark data folder (default: $MEGRAG_KIT_DATA or ../shared/data beside the checkout)"),
         plugin: list[str] = typer.Option(None, help="import this module first (a method of your own; repeatable)")):
-    "Answer a dataset's questions with one method; write run.json, predictions.jsonl and summary.json; print the summary."
-    discover(plugin or [])
+    """Answer a dataset's questions with one method; write run.json, predictions.jsonl and summary.json; print the summary.
+
+    Exit status: 0 done; 1 an error (one line says what and where); 2 a bad option or parameter, or a run folder
+    holding another run; 3 finished, but some questions failed (their model calls failed for good): the same
+    command retries only those."""
+    discover(plugin or [])                                  # every check below runs before any model loads
     if openie not in ("lazy", "eager"): raise typer.BadParameter(f"--openie must be lazy or eager, not {openie!r}")
-    try: cls = get_method(method); config = cls.Config.from_dict(parse_sets(set_), owner=method)   # refuse bad input before loading anything
+    if chunking not in ("truncate", "window"): raise typer.BadParameter(f"--chunking must be truncate or window, not {chunking!r}")
+    try: cls = get_method(method); config = cls.Config.from_dict(parse_sets(set_), owner=method)
     except (KeyError, ConfigError) as e: raise typer.BadParameter(str(e).strip('"'))
+    llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
+    if out is not None: check_run_folder(out)
     set_seed(seed); device = resolve_device(device)
     ds = load_dataset(dataset, data_dir)
-    res = Resources(ds, llm, embedder, device=device, batch_size=batch_size, cache=cache, openie=openie)
+    res = Resources(ds, llm, embedder, device=device, batch_size=batch_size, cache=cache, openie=openie, chunking=chunking, llm_options=opts)
     m = cls(config, res)
-    out = out or Path("runs") / f"{m.run_name()}-{ds.name}"
-    try: s = run_questions(m, ds, out, limit, batch_size, seed=seed, manifest=dict(device=device, limit=limit))
-    except RunMismatchError as e: typer.echo(f"Error: {e}", err=True); raise typer.Exit(2)
+    out = check_run_folder(out or Path("runs") / f"{m.run_name()}-{ds.name}")
+    s = run_questions(m, ds, out, limit, batch_size, seed=seed, manifest=dict(device=device, chunking=chunking, llm_options=opts))
     typer.echo(format_summary(s)); typer.echo(f"wrote {out}/predictions.jsonl and {out}/summary.json")
+    if s.get("failed"): raise typer.Exit(3)                 # 3: finished, but some questions failed (the same command retries them)
 
 @app.command()
 def methods(name: str = typer.Argument(None, help="one method (default: all)"),
@@ -77,39 +122,55 @@ def methods(name: str = typer.Argument(None, help="one method (default: all)"),
         typer.echo("")
 
 @app.command()
+@friendly
 def index(dataset: str = typer.Option("demo"), views: str = typer.Option("passage", help="comma list of passage,sentence,triple"),
           llm: str = typer.Option("smollm2-135m"), embedder: str = typer.Option("minilm"), device: str = typer.Option("auto"),
+          llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable; see run)"),
+          chunking: str = typer.Option("truncate", help="truncate | window"),
           data_dir: Path = typer.Option(None),
-          limit: int = typer.Option(None, help="triple view only for the passages the first N questions retrieve (their top --k)"),
-          k: int = typer.Option(10, help="passages per question with --limit (MEGRAG's N_P)")):
+          limit: int = typer.Option(None, min=1, help="triple view only for the passages the first N questions retrieve (their top --k)"),
+          k: int = typer.Option(10, min=1, help="passages per question with --limit (MEGRAG's N_P)")):
     """Build (or finish building) a dataset's evidence store; prints what it holds.
 
     OpenIE over a whole corpus with a small CPU model takes hours; `--limit N` extracts triples only for the
     passages that the first N questions retrieve at step 1, which is what a `run --limit N` needs first
     (later steps extract the rest lazily). Interrupted builds resume: finished passages are on disk."""
     vs = [v.strip() for v in views.split(",") if v.strip()]
+    bad = [v for v in vs if v not in ("passage", "sentence", "triple")]
+    if bad or not vs: raise typer.BadParameter(f"--views takes a comma list of passage, sentence, triple; got {views!r}")
+    if chunking not in ("truncate", "window"): raise typer.BadParameter(f"--chunking must be truncate or window, not {chunking!r}")
+    llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
     ds = load_dataset(dataset, data_dir)
-    res = Resources(ds, llm, embedder, device=resolve_device(device), openie="eager" if "triple" in vs and limit is None else "lazy")
+    res = Resources(ds, llm, embedder, device=resolve_device(device), openie="eager" if "triple" in vs and limit is None else "lazy",
+                    chunking=chunking, llm_options=opts)
     store, pids = res.store, None
     if limit is not None:
         pids = list(dict.fromkeys(p for h in store.search([q.question for q in ds.questions[:limit]], k) for p, _ in h))
     typer.echo(json.dumps({"root": str(store.root), **store.build(vs, pids)}, indent=1))
 
 @app.command()
+@friendly
 def compare(run_a: Path, run_b: Path, metric: list[str] = typer.Option(["f1", "em"])):
     "Paired bootstrap (10,000 resamples, seed 0) of run A minus run B, per metric, on the questions both answered."
     for m, r in compare_runs(run_a, run_b, metric).items():
         typer.echo(f"{m}: {run_a.name} - {run_b.name} = {r['diff']:+.2f}  95% CI [{r['lo']:+.2f}, {r['hi']:+.2f}]  (n={r['n']}, P(diff<=0)={r['p_le_0']:.4f})")
 
 @app.command()
+@friendly
 def report(runs: list[Path] = typer.Argument(..., help="run folders"),
            against: list[Path] = typer.Option(None, help="reference run for paired differences (repeatable)")):
     "A Markdown report of finished runs: the table of runs, F1 by group, paired differences against each --against run."
     typer.echo(report_md(runs, against or []))
 
 @app.command()
+@friendly
 def datasets():
     "List the registered datasets."
     for n, s in DATASETS.items(): typer.echo(f"{n:16s} {s['about']}  [{s['license']}]")
 
-def main(): app()
+def main():
+    "The `megrag-kit` entry point; `--debug` is accepted anywhere on the command line."
+    if "--debug" in sys.argv[1:]:
+        _STATE["debug"] = True
+        sys.argv = [sys.argv[0]] + [a for a in sys.argv[1:] if a != "--debug"]
+    app()

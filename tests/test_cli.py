@@ -1,5 +1,5 @@
 """The runner and the command line over the method seam: the run contract, resume, refusals, a new method without touching cli.py."""
-import json, textwrap
+import json, re, textwrap
 from dataclasses import dataclass
 import pytest
 from typer.testing import CliRunner
@@ -170,3 +170,49 @@ def test_cli_end_to_end_with_the_offline_models(tmp_path):
     rows = read_predictions(tmp_path / "r" / "predictions.jsonl")
     assert all(len(r["retrieved"]) == 10 for r in rows) and rows[0]["prediction"] == extract_answer(rows[0]["trace"]["raw"], rows[0]["question"])
     assert rows[1]["prediction"] in ("The More The Merrier", "Sleep, My Love")   # a comparison: decoded under the options enum
+
+
+@pytest.fixture()
+def no_model_loads(monkeypatch):
+    "Any attempt to load a model fails the test: the options must be refused first."
+    import megrag_kit.method as method
+    def refuse(*a, **kw): raise AssertionError("a model was loaded")
+    monkeypatch.setattr(method, "load_llm", refuse); monkeypatch.setattr(method, "load_embedder", refuse)
+
+
+def test_errors_are_one_line_and_come_before_any_model_loads(tmp_path, no_model_loads):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "latin1.json").write_bytes('[{"id": "1", "question": "Caf\xe9?", "answer": "x", "supporting_facts": []}]'.encode("latin-1"))
+    cases = [
+        (["--out", str(tmp_path / "file")], 1, "is a file, not a folder"),
+        (["--limit", "0"], 2, "Invalid value for '--limit': Input should be greater than or equal to 1"),
+        (["--limit", "-1"], 2, "Invalid value for '--limit': Input should be greater than or equal to 1"),
+        (["--batch-size", "0"], 2, "Invalid value for '--batch-size': Input should be greater than or equal to 1"),
+        (["--set", "k=0"], 2, "k must be >= 1, got 0"),
+        (["--llm-option", "think_tokens=-1"], 2, "think_tokens=-1"),
+        (["--llm-option", "timeout=30"], 2, "applies to openai models, not to 'smollm2-135m'"),
+        (["--llm-option", "temperature=1"], 2, "unknown LLM option 'temperature'"),
+        (["--llm", "hf:/no/such/model"], 2, "no such model folder"),
+        (["--llm", "openai:http://localhost:8000/v1"], 2, "expected openai:URL#MODEL"),
+        (["--chunking", "sliding"], 2, "--chunking must be truncate or window"),
+        (["--dataset", str(tmp_path / "missing.json")], 1, "does not exist"),
+        (["--dataset", str(tmp_path / "latin1.json")], 1, "latin1.json"),
+    ]
+    for extra, code, says in cases:
+        r = CliRunner().invoke(app, ["run", "native_rag"] + extra)
+        out = " ".join(re.sub(r"[│╭╮╰╯─]", " ", r.output).split())    # typer draws usage errors in a box
+        assert r.exit_code == code and says in out and "Traceback" not in r.output, (extra, r.exit_code, r.output)
+        if code == 1: assert out.startswith("Error: ") and "--debug" in out
+    r = CliRunner().invoke(app, ["--debug", "run", "native_rag", "--dataset", str(tmp_path / "missing.json")])
+    assert r.exit_code == 1 and r.exception is not None and "does not exist" in str(r.exception)   # --debug: the exception itself
+
+
+def test_a_dead_server_fails_questions_not_the_run(tmp_path, monkeypatch):
+    import time
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+    args = ["run", "direct", "--dataset", "demo", "--limit", "2", "--out", str(tmp_path / "r"), "--no-cache",
+            "--llm", "openai:http://127.0.0.1:9/v1#m", "--llm-option", "max_retries=0"]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 3 and "failed=2" in r.output and "run the same command again" in r.output, r.output
+    rows = read_predictions(tmp_path / "r" / "predictions.jsonl")
+    assert all("cannot connect to http://127.0.0.1:9/v1/chat/completions" in x["failed"] for x in rows)
