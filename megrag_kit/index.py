@@ -4,11 +4,12 @@
 
 # %% ../nbs/04_index.ipynb #1a65a6d0
 from __future__ import annotations
-import json, os
+import json, os, warnings
 from pathlib import Path
 from typing import Callable
 from tqdm.auto import tqdm
 from .core import UNIT_KINDS, Dataset, cache_dir, content_words, parse_unit_id, unit_id
+from .jsonl import JsonlAppender, _glued
 from .models import ChatModel, Cost, Embedder, StructuredOutputError, cost_phase, parse_json
 from .retrievers import BM25Index, DenseIndex, IndexMismatchError, _check_k, slug
 
@@ -109,15 +110,16 @@ class ExtractedView:
             fh.seek(self._pos); data = fh.read()
         end = data.rfind(b"\n") + 1          # only whole lines: a line still being written is read next time
         self._pos += end
-        for line in data[:end].decode("utf-8").splitlines():
+        for i, line in enumerate(data[:end].decode("utf-8", errors="replace").splitlines()):
             try: r = json.loads(line)
             except json.JSONDecodeError:
-                # a line cut by a crash: that passage is redone, and the next line appended is glued to the cut
-                # one; JSON escapes quotes inside strings, so '{"pid": ' only starts a record
-                cut = line.rfind('{"pid": ')
-                try: r = json.loads(line[cut:]) if cut > 0 else None
-                except json.JSONDecodeError: r = None
-                if r is None: continue
+                # a line cut by a killed writer of an older version, with the next record glued onto it: that
+                # record is kept, the cut passage is redone (today's writer drops a torn tail before appending)
+                r = _glued(line)
+                if r is None or "pid" not in r:
+                    warnings.warn(f"{self.path}: an unreadable line (a record cut by a killed writer?) is skipped; its passage will be redone", RuntimeWarning)
+                    continue
+                warnings.warn(f"{self.path}: kept the record of passage {r['pid']} glued onto a line cut by a killed writer", RuntimeWarning)
             self._items[r["pid"]] = [self.from_json(t) for t in r[self.key]]
             if r.get("error"): self.failures[r["pid"]] = r["error"]
             else: self.failures.pop(r["pid"], None)
@@ -138,26 +140,45 @@ class ExtractedView:
         if not todo: return counts()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         bar = tqdm(total=len(todo), desc=self.desc, disable=not self.show_progress or len(todo) < 16, unit="passage")
-        with open(self.path, "a", encoding="utf-8") as out:
+        with JsonlAppender(self.path, what=f"{self.name} record") as out:
             for b in range(0, len(todo), self.batch):
                 batch = todo[b:b + self.batch]
                 self._read_new()   # another process sharing the file may have done some meanwhile
                 chunk = [p for p in batch if p not in self._items]
                 if not chunk: bar.update(len(batch)); continue
-                with cost_phase("indexing"):
-                    gens = self.llm.generate([self.prompt(self.texts[p]) for p in chunk], **self.decode)
-                for pid, g in zip(chunk, gens):
-                    try: items, err = self.parse(g.text, self.texts[pid]), None
-                    except StructuredOutputError as e: items, err = [], str(e)
+                results, gens = self._ask(chunk)
+                for pid in chunk:
+                    items, err = results[pid]
                     self._items[pid] = items
                     if err: self.failures[pid] = err
-                    out.write(json.dumps({"pid": pid, self.key: items, "error": err}, ensure_ascii=False) + "\n")
+                    out.write({"pid": pid, self.key: items, "error": err})
                     done += 1; failed += err is not None
                 cost = cost + Cost.of(gens)
-                out.flush()
                 bar.update(len(batch)); bar.set_postfix(failed=failed, tokens=cost.completion_tokens, hits=cost.cache_hits)
         bar.close()
         return counts()
+
+    def _ask(self, pids: list[int]) -> tuple[dict, list]:
+        """`({pid: (items, error or None)}, generations)`: one call per passage, and for an answer that holds nothing
+        usable one re-ask with the answer and the reason added (both calls counted: `unparsed`, `reask`)."""
+        msgs = {p: self.prompt(self.texts[p]) for p in pids}
+        results, gens, todo = {}, [], list(pids)
+        for attempt in range(2):
+            with cost_phase("indexing"):
+                out = self.llm.generate([msgs[p] for p in todo], **self.decode)
+            left = []
+            for pid, g in zip(todo, out):
+                g.reask = attempt > 0
+                try: results[pid] = (self.parse(g.text, self.texts[pid]), None)
+                except StructuredOutputError as e:
+                    g.unparsed, results[pid] = True, ([], str(e))
+                    msgs[pid] = msgs[pid] + [{"role": "assistant", "content": g.text},
+                                             {"role": "user", "content": f"That reply is not usable ({e}). Reply again with only the JSON."}]
+                    left.append(pid)
+                gens.append(g)
+            todo = left
+            if not todo: break
+        return results, gens
 
     def items(self, pid: int) -> list:
         "The passage's items in extraction order, extracted now if not done yet (`[]` when it failed)."

@@ -90,13 +90,15 @@ def cost_phase(name: str):
 
 class CostMeter:
     """`with CostMeter() as m:` sees every `ChatModel.generate` call made inside the block (any model, nested
-    meters included): `m.phases` maps a phase name (`answering`, `indexing`) to its `Cost`, `m.wall_s` is the
-    block's wall-clock seconds."""
-    def __init__(self): self.phases: dict[str, Cost] = {}; self.wall_s = 0.0
+    meters included): `m.phases` maps a phase name (`answering`, `indexing`) to its `Cost` (tallied when read, so an
+    output a caller marks `unparsed` after the call counts as such), `m.wall_s` is the block's wall-clock seconds."""
+    def __init__(self): self._gens: dict[str, list] = {}; self.wall_s = 0.0
     def record(self, gens):
-        ph = _PHASE.get()
-        self.phases[ph] = self.phases.get(ph, Cost()) + Cost.of(gens)
-    def __getitem__(self, phase: str) -> Cost: return self.phases.get(phase, Cost())
+        "Keep the `Generation`s of one call under the current phase (costs are tallied when read, so flags set later count)."
+        self._gens.setdefault(_PHASE.get(), []).extend(gens)
+    @property
+    def phases(self) -> dict[str, Cost]: return {k: Cost.of(v) for k, v in self._gens.items()}
+    def __getitem__(self, phase: str) -> Cost: return Cost.of(self._gens.get(phase, []))
     def __enter__(self):
         self._token, self._t0 = _METERS.set(_METERS.get() + (self,)), time.perf_counter()
         return self
