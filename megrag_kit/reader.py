@@ -52,18 +52,27 @@ def reader_prompt(question: str, context: list[str] | None) -> list[dict]:
 
 # %% ../nbs/06_reader.ipynb #1746a92a
 _QUESTION_WORDS = STOPWORDS | {"who", "what", "which", "where", "when", "film", "song", "did", "does", "do"}
-_LEAD_IN = re.compile(r"(?:\b(?:final|short|correct)\s+answer|\bthe\s+answer\s+is|\banswer\s+is|^\s*answer|^\s*a)\s*(?:\*\*|__)?\s*[:：\-–]\s*"
+_LEAD_IN = re.compile(r"(?:\b(?:final|short|correct)\s+answer|\bthe\s+answer\s+is|\banswer\s+is|^\s*answer|^\s*a)\s*[:：\-–]\s*"
                       r"|\b(?:the\s+)?answer\s+is\s+", re.I | re.M)
 _SEGMENTER = None
 
+_TITLES = r"(?:Lt|Col|Gen|Capt|Maj|Sgt|Cmdr|Adm|Rev|Hon|Gov|Sen|Rep|Pres|Prof|Dr|Mr|Mrs|Ms|St|Jr|Sr|Mt|Ft|Brig|Cpl|Pvt)"
+
 def first_sentence(text: str) -> str:
-    "The first sentence of `text` by pysbd (English rules: `St. James's`, `John C. Calhoun`, `D.C.` do not end one)."
+    """The first sentence of `text` by pysbd (English rules: `St. James's`, `John C. Calhoun`, `D.C.` do not end one).
+    A segment ending in a title abbreviation that pysbd split off (`Lt.`, `-Col.` in `Lt.-Col. David ...`) is joined
+    to the next one."""
     global _SEGMENTER
     if _SEGMENTER is None:
         import pysbd
         _SEGMENTER = pysbd.Segmenter(language="en", clean=False)
-    s = _SEGMENTER.segment(text) if text.strip() else []
-    return s[0].strip() if s else text.strip()
+    segs = _SEGMENTER.segment(text) if text.strip() else []
+    if not segs: return text.strip()
+    out = segs[0]
+    for nxt in segs[1:]:
+        if re.search(rf"(?:^|[\s\-.]){_TITLES}\.\s*$", out): out += nxt
+        else: break
+    return out.strip()
 
 def extract_answer(text: str, question: str = "") -> str:
     """The answer span of a raw reader output `text` (a string; the empty string stays empty).
@@ -75,11 +84,11 @@ def extract_answer(text: str, question: str = "") -> str:
     question> is/was <X>`, keep `X` (or the left side when the right side restates the question); cut a
     trailing explanation (`; `, ` (`, `, which/who/and/but`); drop a leading `born in`, `located in`,
     `the city of`; drop a final period."""
-    t = split_reasoning(text or "")[1]
+    t = re.sub(r"\*\*|__|`", "", split_reasoning(text or "")[1])       # markdown emphasis
     leads = list(_LEAD_IN.finditer(t))
     if leads: t = t[leads[-1].end():]
     t = next((line for line in t.splitlines() if line.strip()), "")
-    t = re.sub(r"\*\*|__|`", "", t).strip().lstrip("-• ").strip().strip("\"“”'")
+    t = t.strip().lstrip("-• ").strip()
     t = first_sentence(t)
     yn = re.match(r"^(yes|no)\b[\s,.!;:]", t + " ", re.I)
     if yn: return yn.group(1).lower()
@@ -92,7 +101,9 @@ def extract_answer(text: str, question: str = "") -> str:
         elif right_restates: t = m.group(1)
     t = re.split(r";\s|\s\(|,\s(?:which|who|and|but)\b", t)[0]
     t = re.sub(r"^(?:(?:born|died|buried|located|based)\s+(?:in|on|at)\s+|(?:from|in)\s+(?=the\b)|the city of\s+)", "", t.strip(), flags=re.I)
-    return t.strip().rstrip(".").strip().strip("\"“”'").strip()
+    t = t.strip().rstrip(".").strip()
+    if len(t) > 1 and t[0] in "\"“'" and t[-1] in "\"”'": t = t[1:-1].strip()       # quotes around the whole answer only
+    return t
 
 # %% ../nbs/06_reader.ipynb #9298d679
 _OPTION_PATTERNS = [re.compile(r",\s*(.+?)\s+or\s+(.+?)\s*\?\s*$"),
