@@ -261,3 +261,21 @@ def test_same_predictions_from_a_clean_and_a_faulty_server(stub_server, tmp_path
     assert clean["prompt_tokens"] > 0 and faulty["prompt_tokens"] is None and faulty["tokens"] is None
     assert "n/a" in format_summary(faulty) and "n/a" not in format_summary(clean).split("\n\n")[0]
     assert no_sleep                                              # the faulty server was retried
+
+
+def test_native_rag_with_the_real_model_behind_a_faulty_server(stub_server, smollm, minilm, tmp_path, no_sleep):
+    "SmolLM2-135M served by the stub: reasoning blocks, no usage, every third call failing; the same predictions as clean."
+    def respond(body):
+        schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
+        return smollm(body["messages"], max_new_tokens=body["max_tokens"], json_schema=schema).text
+    demo = load_dataset("demo")
+    preds = {}
+    for kind in ("clean", "faulty"):
+        stub_server.respond = respond
+        if kind == "faulty": stub_server.reasoning, stub_server.usage, stub_server.fail_every = "inline", False, 3
+        res = Resources(demo, llm=served(stub_server, f"smollm-{kind}", max_retries=3), embedder=minilm, store_root=tmp_path / "store")
+        run(build_method("native_rag", {}, res), demo, tmp_path / kind, limit=4, batch_size=2, show_progress=False)
+        preds[kind] = [r["prediction"] for r in read_predictions(tmp_path / kind / "predictions.jsonl")]
+    direct = Reader(smollm).answer([q.question for q in demo.questions[:4]],
+                                   [[demo.corpus[p].content for p, _ in h] for h in res.store.search([q.question for q in demo.questions[:4]], 10)])
+    assert preds["clean"] == preds["faulty"] == [r.answer for r in direct] and all(preds["clean"])
