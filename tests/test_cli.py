@@ -36,6 +36,8 @@ def test_run_writes_the_contract_and_resumes(demo, tmp_path):
     n = len(llm.seen)
     run(build_method("oracle", {}, Resources(demo, llm, None)), demo, out, limit=5, batch_size=2, show_progress=False)
     assert len(llm.seen) - n == 3 and len(read_predictions(out / "predictions.jsonl")) == 5   # question 4 is "A or B?": re-asked
+    mf = json.loads((out / "run.json").read_text())                       # the manifest says what the folder holds now
+    assert (mf["limit"], mf["n_questions"], [i["limit"] for i in mf["invocations"]]) == (5, 5, [3, 5])
     # another method or parameter into the same folder is refused, naming what differs
     with pytest.raises(ValueError, match="differs in method, params: method: 'oracle' in the folder, 'direct' now; params.reader_max_passages: 3 in the folder, 5 now"):
         run(build_method("direct", {"reader_max_passages": 5}, Resources(demo, llm, None)), demo, out, limit=5, show_progress=False)

@@ -67,6 +67,17 @@ def test_stop_at_step_one(demo, vectors):
     assert r.cost.llm_calls == 3 and r.fields["steps"] == 1 and r.cost.prompt_tokens == 30 and r.cost.completion_tokens == 9
 
 
+def test_an_unparsed_sufficiency_verdict_is_re_asked_and_counted(demo, vectors):
+    "A verdict that is not {\"sufficient\": bool} is re-asked once; still unusable, it is read as insufficient and recorded as None."
+    p = Policy([stop("Cork")])
+    p.route = lambda msg, route=p.route: "I think it might be." if "Is the evidence sufficient" in msg or msg.startswith("That reply is not usable") else route(msg)
+    p.script = p.route
+    (r,) = make(demo, vectors, p).answer(demo.questions[:1])
+    n = EvidenceGraph.from_dict(r.trace).nodes[0]
+    assert n.sufficiency == [["T", None], ["T+S", None]] and n.composition == "T+S+P"
+    assert (r.cost.llm_calls, r.cost.unparsed, r.cost.reasks) == (5, 4, 2)      # 2 levels x (ask + re-ask) + the node call
+
+
 def test_sufficient_triples_stop_the_cascade(demo, vectors):
     p = Policy([stop("Cork")], sufficient=True)
     (r,) = make(demo, vectors, p).answer(demo.questions[:1])
