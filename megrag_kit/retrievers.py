@@ -105,9 +105,10 @@ class DenseIndex:
     construction, when windowing) and `seconds` to build; the token counts are `null` when the embedder's
     tokenizer is unknown (`embedder_tokenizer`). Building with truncation warns (`UserWarning`) when some text is
     longer than the limit. Opening files made by another model id or dimension, for other texts, or with other
-    chunking raises `IndexMismatchError`. Ids are positions in `texts` in both modes. `ValueError` for an empty
-    `texts`, an unknown `chunking` or a negative `overlap` (here), for `window` with an embedder of unknown
-    tokenizer (at build) and for `k < 1` (at search). This is the passage view of "MEGRAG: Multi-Granular
+    chunking raises `IndexMismatchError`. Ids are positions in `texts` in both modes; `meta` is the manifest as a
+    dict once built or loaded. `ValueError` for an empty `texts`, an unknown `chunking` or a negative `overlap`
+    (here), for `window` with an embedder of unknown tokenizer or an `overlap` not below the window width (at
+    build) and for `k < 1` (at search). This is the passage view of "MEGRAG: Multi-Granular
     Evidence Graphs for Answer-Aware Multi-Hop RAG", §Methodology (dense retrieval of the passage view, the first
     step of every hop)."""
     def __init__(self, texts: list[str], embedder, folder, name: str = "passages", show_progress: bool = True,
@@ -158,9 +159,11 @@ class DenseIndex:
         if self.chunking == "truncate":
             if stats["n_long"]:
                 warnings.warn(f"{stats['n_long']} of {len(self.texts)} texts are longer than the {limit}-token input limit of "
-                              f"{self.embedder.model_id} (longest {stats['longest_tokens']}): it embeds only their first {limit} tokens, "
+                              f"{self.embedder.model_id} (longest {stats['longest_tokens']}): the embedder cuts them there, "
                               f"so their tails cannot be retrieved; chunking='window' embeds them whole", stacklevel=3)
             return self.texts, None, {**stats, "n_truncated": stats["n_long"]}
+        width = limit - tok.num_special_tokens_to_add()
+        if self.overlap >= width: raise ValueError(f"overlap must be in [0, {width}) for {limit}-token inputs, got {self.overlap}")
         inputs, owners = [], []
         for i, (t, n) in enumerate(zip(self.texts, lengths)):
             ws = token_windows(t, tok, limit, self.overlap) if n > limit else [t]

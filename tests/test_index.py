@@ -230,6 +230,8 @@ def test_the_chunking_option_names_and_guards_the_files(demo, tok, tmp_path):
         DenseIndex(texts, HashEmbedder(), tmp_path, chunking="window").build()
     with pytest.raises(ValueError, match=r"chunking must be truncate\|window, got 'chunks'"):
         DenseIndex(texts, HashEmbedder(), tmp_path, chunking="chunks")
+    with pytest.raises(ValueError, match=r"overlap must be in \[0, 94\) for 96-token inputs, got 94"):    # even when no text is long
+        DenseIndex(["short"], PieceEmbedder(tok, 96), tmp_path / "o", chunking="window", overlap=94).build()
     with pytest.raises(ValueError, match="overlap must be >= 0, got -1"):
         DenseIndex(texts, HashEmbedder(), tmp_path, chunking="window", overlap=-1)
 
