@@ -217,7 +217,11 @@ def test_hf_checkpoints_with_the_same_folder_name_get_their_own_ids_and_outputs(
     ga, gb = A("w3 w4 w5", max_new_tokens=6), B("w3 w4 w5", max_new_tokens=6)
     assert not ga.cached and not gb.cached and ga.text and gb.text and ga.text != gb.text
     assert gb.text == load_llm(f"hf:{b}", "cpu", cache=False)("w3 w4 w5", max_new_tokens=6).text   # b's own weights
-    A2 = load_llm(f"hf:{a}", "cpu", cache=cache)                   # the same folder again: same id, a cache hit
+    assert ga.finish_reason == "length" and len(cache) == 0        # a random network never ends: cut by the limit, not cached
+    from megrag_kit.models import Generation, as_messages
+    params = dict(max_new_tokens=6, temperature=0.0, stop=None, json_schema=None, seed=None)
+    cache.set(LLMCache.key(A.model_id, as_messages("w3 w4 w5"), params), Generation(ga.text, 7, 6, finish_reason="stop"))  # as if it had ended
+    A2 = load_llm(f"hf:{a}", "cpu", cache=cache)                   # the same folder again: same id, so a cache hit
     g = A2("w3 w4 w5", max_new_tokens=6)
     assert A2.model_id == A.model_id and g.cached and g.text == ga.text
     A16 = load_llm(f"hf:{a}", "cpu", cache=cache, dtype=torch.bfloat16)
