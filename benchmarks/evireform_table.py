@@ -36,6 +36,7 @@ def table(sc: dict) -> str:
     lines += ["", f"Paired differences, {base} minus each run (points, 95% interval):", "",
               "| against | n | " + " | ".join(METRICS) + " |", "|---|---|" + "---|" * len(METRICS)]
     for n in names[1:]:
+        if not set(sc[base]) & set(sc[n]): continue          # nothing to pair (a run not started yet)
         cells, k = [], 0
         for m in METRICS:
             r = paired_bootstrap({q: 100 * v[m] for q, v in sc[base].items()}, {q: 100 * v[m] for q, v in sc[n].items()})
