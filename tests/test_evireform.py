@@ -1,0 +1,250 @@
+"""EviReform: the retrieval math on hand-worked examples, the LLM fallbacks and every control with a scripted fake LLM
+and a hashing embedder (fast tier), and a real run of the offline models on three demo questions (slow)."""
+import json, uuid
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from megrag_kit.data import load_dataset
+from megrag_kit.evireform import (EviReformConfig, PropositionIndex, clean_queries, combine, entity_propagation, evireform_summary,
+                                  no_propagation, normalize_entity, parse_propositions, readout, residual_signal, seed_signal, top_positive)
+from megrag_kit.method import ConfigError, Resources, build_method
+from megrag_kit.runner import run
+from conftest import ScriptedLLM
+from fakes import HashEmbedder
+
+
+# ---- the math, worked by hand
+
+M4 = sp.csr_matrix(np.array([[1, 1, 0], [1, 0, 0], [0, 1, 0], [0, 0, 0]]))   # p3 isolated, e2 mentioned by nobody
+
+
+def test_propagation_by_hand():
+    """s0 = (.5, 0, .25, .25): entity mass M^T s0 = (.5, .75, 0), over degrees (2, 2, 0) -> (.25, .375, 0); handed back
+    (.625, .25, .375, 0), over proposition degrees (2, 1, 1, 0) -> (.3125, .25, .375, 0); s1 = s0 + that."""
+    s1 = entity_propagation([0.5, 0.0, 0.25, 0.25], M4)
+    assert np.allclose(s1, [0.8125, 0.25, 0.625, 0.25])
+    assert s1[3] == 0.25                                   # the isolated proposition receives nothing
+    assert np.allclose(entity_propagation([0, 0, 0, 1.0], M4), [0, 0, 0, 1.0])   # and passes nothing
+    assert np.allclose(entity_propagation([0.5, 0, 0.25, 0.25], M4.toarray()), s1)   # dense input, same result
+    assert np.allclose(no_propagation([0.5, 0, 0.25, 0.25], M4), [0.5, 0, 0.25, 0.25])
+    assert np.allclose(entity_propagation([0.2, 0.3], sp.csr_matrix((2, 0))), [0.2, 0.3])   # no entity at all
+
+
+def test_readout_max_sum_and_tie_break():
+    O = sp.csr_matrix((np.ones(4), ([0, 1, 2, 3], [5, 5, 3, 9])), shape=(4, 10))
+    assert readout([0.8125, 0.25, 0.625, 0.25], O) == [(5, 0.8125), (3, 0.625), (9, 0.25)]
+    assert readout([0.8125, 0.25, 0.625, 0.25], O, "sum")[0] == (5, 1.0625)
+    assert readout([0.25, 0.0, 0.25, 0.25], O) == [(3, 0.25), (5, 0.25), (9, 0.25)]   # three-way tie: passage id order
+    assert readout([0.1 + 0.2, 0.0, 0.3, 0.0], O) == [(3, 0.3), (5, 0.1 + 0.2)]         # equal up to float noise is a tie
+    assert readout([0.0, 0.0, 0.0, 0.0], O) == []
+    with pytest.raises(ValueError, match="max|sum"): readout([1.0], O[:1], "mean")
+
+
+def test_seed_and_residual_signals_by_hand():
+    sims = np.array([0.4, -0.1, 0.2, 0.2])
+    cand = top_positive(sims, 40)
+    assert cand.tolist() == [0, 2, 3] and top_positive(sims, 2).tolist() == [0, 2]   # ties to the lower index
+    s_x = seed_signal(sims, cand, [2], alpha=0.5)                # u_sel = e2; u_sim = (.5, 0, .25, .25)
+    assert np.allclose(s_x, [0.25, 0, 0.625, 0.125])
+    assert np.allclose(seed_signal(sims, cand, [2], alpha=1.0), [0, 0, 1, 0])
+    s_r, seeds = residual_signal([[0.0, 0.3, 0.1, -0.2], [-0.5, -0.1, 0.0, -0.3], [0.0, 0.0, 0.0, 0.5]], k_r=1)
+    assert [s.tolist() for s in seeds] == [[1], [], [3]] and np.allclose(s_r, [0, 0.5, 0, 0.5])   # the empty query is not averaged in
+    assert np.allclose(combine(s_x, s_r, 0.5), [0.125, 0.25, 0.3125, 0.3125])
+    assert np.allclose(combine(s_x, np.zeros(4), 0.25), s_x)      # no residual evidence: the seed alone
+
+
+def test_proposition_parse_grounding_and_entity_rule():
+    passage = "Lake Baikal\nLake Baikal is a rift lake in Siberia. The Selenga River flows into it."
+    reply = json.dumps({"propositions": [{"text": "Lake Baikal is a rift lake in Siberia.", "entities": ["The Lake Baikal's", "SIBERIA", "Siberia", "Moscow"]},
+                                         {"text": "Ada Lovelace was born on 10 December 1815.", "entities": ["Ada Lovelace"]},
+                                         {"text": "short", "entities": []}, "not an object"]})
+    assert parse_propositions(reply, passage) == [{"text": "Lake Baikal is a rift lake in Siberia.", "entities": ["lake baikal", "siberia"]}]
+    assert [normalize_entity(s) for s in ("An  Apple", "“Imagine”", "...", "Lothair II's")] == ["apple", "imagine", "", "lothair ii"]
+
+
+def test_index_matrices_grow_with_the_view():
+    class View: extracted = {3: [{"text": "A b c d e f g.", "entities": ["a", "b"]}], 1: [{"text": "B c d e f g h.", "entities": ["b"]}, {"text": "No entity here.", "entities": []}]}
+    v = View(); idx = PropositionIndex(v, 5, HashEmbedder())
+    assert (idx.M.toarray() == [[1, 0], [0, 0], [1, 1]]).all() and idx.entities == ["b", "a"]   # rows in passage order: x1.0, x1.1, x3.0
+    assert idx.O.indices.tolist() == [1, 1, 3] and idx.rows([3, 1]).tolist() == [2, 0, 1] and idx.unit(2) == "x3.0"
+    v.extracted = {**v.extracted, 4: [{"text": "C a d.", "entities": ["a"]}]}
+    assert idx.M.shape == (4, 2) and idx.M[3].toarray().tolist() == [[0, 1]] and idx.O.shape == (4, 5)
+    sims = idx.similarities(["A b c d e f g."], idx.rows([3, 4]))
+    assert sims.shape == (1, 2) and np.isclose(sims[0, 0], 1.0, atol=1e-5)
+
+
+# ---- the method with a scripted LLM over the demo corpus
+
+class Script(ScriptedLLM):
+    """Routes by prompt kind: extraction (each passage's first sentence, its title as entity), selector, writer, reorder, reader."""
+    def __init__(self, selected=(1,), queries=(("Sir James Charles Mathew",),), order=(3, 1), fail_pids=()):
+        self.selected, self.queries, self.order, self.kinds = selected if isinstance(selected, str) else list(selected), list(queries), list(order), []
+        self.fail_titles = set(fail_pids)
+        super().__init__(self.route)
+        self.model_id = f"scripted-{uuid.uuid4().hex}"          # a fresh proposition file per test
+
+    def route(self, msg):
+        if msg.startswith("Passage:"):
+            self.kinds.append("extract"); lines = msg.split("\n")
+            if lines[1] in self.fail_titles: return "no propositions here"
+            return json.dumps({"propositions": [{"text": lines[2].split(". ")[0], "entities": [lines[1]]}]})
+        if msg.startswith("That reply is not usable"):
+            self.kinds.append("reask"); return "still not JSON"
+        if "Observed passages:" in msg:
+            self.kinds.append("write"); qs = self.queries.pop(0) if self.queries else ()
+            return json.dumps({"queries": list(qs)})
+        if "\nPassages:\n" in msg: self.kinds.append("reorder"); return json.dumps({"order": self.order})
+        if "\nStatements:\n" in msg:
+            self.kinds.append("select"); return self.selected if isinstance(self.selected, str) else json.dumps({"selected": self.selected})
+        self.kinds.append("read"); return "Cork"
+
+
+@pytest.fixture(scope="module")
+def demo(): return load_dataset("demo")
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory): return tmp_path_factory.mktemp("store")
+
+
+def make(demo, root, llm, **params):
+    return build_method("evireform", params, Resources(demo, llm=llm, embedder=HashEmbedder(), store_root=root))
+
+
+def test_full_run_traces_every_quantity(demo, root):
+    llm = Script()
+    (a,) = make(demo, root, llm).answer(demo.questions[:1])
+    t = a.trace
+    assert llm.kinds.count("select") == 1 and llm.kinds.count("write") == 1 and llm.kinds[-1] == "read"
+    assert len(t["candidates"]) == 10 and t["selected"] == [t["candidates"][0][:2]] and not t["selector"]["fallback"]
+    assert t["rounds"][0]["queries"] == ["Sir James Charles Mathew"] and len(t["rounds"][0]["seeds"][0]) == 4
+    assert set(t["signals"]) == {"s_x", "s_r", "s0", "s1"} and all(t["signals"][k] for k in t["signals"])
+    assert len(t["pool"]) > 10 and {int(u[1:].split(".")[0]) for u, *_ in t["candidates"]} == set(t["pool"][:10])   # one proposition per passage
+    assert a.retrieved[:len(t["ranking"])] == [p for p, _ in t["ranking"]] and len(a.retrieved) == 20 and len(set(a.retrieved)) == 20
+    scored = [s for _, s in t["ranking"] if s is not None]
+    assert scored == sorted(scored, reverse=True)
+    assert a.prediction == "Cork" and a.cost.llm_calls == 3 and a.fields["n_queries"] == 1 and a.fields["extracted_new"] == len(t["pool"])
+    json.dumps(t)
+
+
+def test_selector_falls_back_to_the_best_positive_proposition(demo, root):
+    for reply in ([], [0, 99], "I pick the first"):                 # empty, out of range, not JSON (re-asked once)
+        llm = Script(selected=reply)
+        (a,) = make(demo, root, llm).answer(demo.questions[:1])
+        assert a.trace["selector"]["fallback"] and a.fields["seed_fallback"]
+        assert a.trace["selected"] == [a.trace["candidates"][0][:2]]
+        assert llm.kinds.count("reask") == (1 if isinstance(reply, str) else 0)
+
+
+def test_residual_fallback_is_the_seed_alone(demo, root):
+    base = make(demo, root, Script(), variant="no_reformulation").answer(demo.questions[:1])[0]
+    for queries in ((), ("", "   ", "?!", "Where was the place of burial of Charles Mathew's father?")):
+        llm = Script(queries=[queries])
+        (a,) = make(demo, root, llm).answer(demo.questions[:1])
+        r = a.trace["rounds"][0]
+        assert a.fields["residual_fallback"] and r["queries"] == [] and a.trace["signals"]["s_r"] == []
+        assert [x for _, x in r["dropped"]] == (["empty", "empty", "no content word", "repeats the question"] if queries else [])
+        assert a.retrieved == base.retrieved and a.trace["signals"]["s0"] == a.trace["signals"]["s_x"]
+
+
+def test_residual_query_reaches_a_passage_outside_the_initial_pool(demo, root):
+    q = demo.questions[0]
+    m = make(demo, root, Script(queries=[("Sir James Charles Mathew Irish-born judge",)]), pool_x=1)
+    (a,) = m.answer([q])
+    t = a.trace
+    assert len(t["pool"]) > 1 and t["pool"][0] == m.store.search([q.question], 1)[0][0][0]
+    assert set(t["coverage"]["expanded"]) > set(t["coverage"]["initial"])
+    assert a.fields["recall_expanded"] >= a.fields["recall_initial"]
+
+
+def test_repeat_question_matches_the_retrieval_count_without_a_writer(demo, root):
+    llm = Script()
+    (a,) = make(demo, root, llm, variant="repeat_question", L=2, k_r=3).answer(demo.questions[:1])
+    r = a.trace["rounds"][0]
+    assert "write" not in llm.kinds and r["queries"] == [demo.questions[0].question] and r["k"] == 6 and len(r["seeds"][0]) == 6
+
+
+def test_no_propagation_keeps_s0(demo, root):
+    (a,) = make(demo, root, Script(), variant="no_propagation").answer(demo.questions[:1])
+    assert a.trace["signals"]["s1"] == a.trace["signals"]["s0"]
+    (b,) = make(demo, root, Script(), variant="residual_only").answer(demo.questions[:1])
+    assert b.trace["signals"]["s0"] == b.trace["signals"]["s_r"]
+
+
+def test_reorder_control_cannot_add_a_passage(demo, root):
+    llm = Script(order=[3, 1, 77, 3])
+    m = make(demo, root, llm, variant="reorder", reorder_k=10)
+    (a,) = m.answer(demo.questions[:1])
+    dense = [p for p, _ in m.store.search([demo.questions[0].question], 20)[0]]
+    assert a.retrieved[:2] == [dense[2], dense[0]] and set(a.retrieved[:10]) == set(dense[:10]) and a.retrieved[10:] == dense[10:]
+    assert a.trace["reorder"]["valid"] == [3, 1] and "write" not in llm.kinds
+
+
+def test_passage_baselines(demo, root):
+    for variant, search in (("dense", "search"), ("bm25", "search_bm25")):
+        llm = Script()
+        m = make(demo, root, llm, variant=variant)
+        (a,) = m.answer(demo.questions[:1])
+        assert a.retrieved == [p for p, _ in getattr(m.store, search)([demo.questions[0].question], 20)[0]]
+        assert llm.kinds == ["read"] and a.fields == {}
+
+
+def test_later_rounds_stop_when_nothing_is_missing(demo, root):
+    llm = Script(queries=[("Sir James Charles Mathew",), ("Irish-born judge burial",), ()])
+    (a,) = make(demo, root, llm, rounds=3).answer(demo.questions[:1])
+    rs = a.trace["rounds"]
+    assert [r["queries"] for r in rs] == [["Sir James Charles Mathew"], ["Irish-born judge burial"], []]
+    assert a.fields["rounds_used"] == 2 and not a.fields["residual_fallback"] and rs[0]["ranking"] and rs[2]["ranking"] is None
+    llm2 = Script(queries=[("Sir James Charles Mathew",), ("sir james charles MATHEW",)])       # a repeat of round one is dropped
+    (b,) = make(demo, root, llm2, rounds=2).answer(demo.questions[:1])
+    assert b.trace["rounds"][1]["dropped"] == [["sir james charles MATHEW", "duplicate"]] and b.fields["rounds_used"] == 1
+
+
+def test_failed_extractions_are_counted_not_dropped(demo, root):
+    q = demo.questions[0]
+    fail = [demo.corpus[p].title for p in q.gold_pids]
+    llm = Script(fail_pids=fail)
+    m = make(demo, root, llm, pool_x=10, pool_r=1)
+    (a,) = m.answer([q])
+    failed_in_pool = [p for p in a.trace["pool"] if demo.corpus[p].title in fail]
+    assert failed_in_pool and a.fields["pool_failed"] == len(failed_in_pool) and set(failed_in_pool) <= set(m.view.failures)
+    assert llm.kinds.count("reask") >= len(failed_in_pool)            # each failed passage was re-asked once
+    assert a.fields["pool_propositions"] == a.fields["pool_passages"] - a.fields["pool_failed"]
+
+
+def test_config_rules():
+    assert EviReformConfig.from_dict({"reformulation": "none", "propagation": "none"}).variant == "no_reformulation_no_propagation"
+    assert EviReformConfig.from_dict({"variant": "residual_only"}).combination == "residual_only"
+    assert EviReformConfig().reader_max_passages == 5
+    for bad, msg in (({"rounds": 2, "variant": "no_reformulation"}, "rounds=2"), ({"alpha": 1.5}, "alpha must be <= 1.0"),
+                     ({"combination": "residual_only", "reformulation": "none"}, "residual_only"), ({"variant": "bm25", "retrieval": "dense"}, "variant=bm25")):
+        with pytest.raises(ConfigError, match=msg): EviReformConfig.from_dict(bad)
+
+
+def test_runner_summary_has_coverage_and_yield(demo, root, tmp_path):
+    m = make(demo, root, Script(queries=[("Sir James Charles Mathew",)] * 3))
+    s = run(m, demo, tmp_path / "run", limit=3, batch_size=2, show_progress=False)
+    assert s["n"] == 3 and {"recall@5", "chain@5", "hit@20", "mrr", "f1"} <= set(s)
+    for k in ("chain_initial", "chain_expanded", "incomplete_initial", "became_complete", "propositions_per_passage", "failed_passages", "extracted_new"):
+        assert k in s, k
+    assert s["propositions_per_passage"] == 1.0 and s["failed_passages"] == 0.0 and s["mean_queries"] <= 1
+    assert evireform_summary([{"f1": 0.0}]) == {}
+
+
+# ---- the real offline models
+
+@pytest.mark.slow
+def test_real_offline_models_on_three_questions(demo, minilm, smollm, tmp_path):
+    "SmolLM2-135M extracts, selects and writes; MiniLM ranks: small pools keep it to a few minutes on CPU."
+    res = Resources(demo, llm=smollm, embedder=minilm, store_root=tmp_path)
+    m = build_method("evireform", dict(pool_x=3, pool_r=2, L=1), res)
+    answers = m.answer(demo.questions[:3])
+    for q, a in zip(demo.questions[:3], answers):
+        assert len(a.retrieved) == 20 and len(set(a.retrieved)) == 20 and a.prediction.strip()
+        t = a.trace
+        assert t["pool"][:3] == [p for p, _ in m.store.search([q.question], 3)[0]] and len(t["pool"]) <= 3 + 2
+        assert t["selected"] or a.fields["pool_propositions"] == 0
+        assert a.fields["pool_passages"] == len(t["pool"]) and a.cost.llm_calls >= 2
+        json.dumps(t)
+    done = m.view.extracted
+    assert sum(map(len, done.values())) > 0 and all(it["text"] and isinstance(it["entities"], list) for its in done.values() for it in its)
