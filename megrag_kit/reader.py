@@ -4,9 +4,9 @@
 
 # %% ../nbs/06_reader.ipynb #41ec80a1
 from __future__ import annotations
-import json, re
+import re
 from .core import STOPWORDS, content_words
-from .models import ChatModel, Cost, Generation, split_reasoning, structured
+from .models import ChatModel, Cost, split_reasoning, structured
 from typing import NamedTuple
 
 # %% auto #0
