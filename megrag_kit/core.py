@@ -33,7 +33,9 @@ class Question:
     `answers` holds the gold answer first, then its aliases (EM/F1 take the max over them).
     `gold_pids` are passage ids in the dataset's corpus. `qtype` is the dataset's question type
     (2Wiki `type`, HotpotQA `type`, MuSiQue hop prefix such as `2hop`), `decomposition` the MuSiQue
-    sub-questions and `evidence_triples` the 2Wiki gold triples, when the source file has them."""
+    sub-questions and `evidence_triples` the 2Wiki gold triples, when the source file has them. `context_pids` are
+    the corpus ids of the question's own context paragraphs (gold and distractors) for per-question-context layouts
+    (MuSiQue, HotpotQA distractor, 2Wiki with `context`), `None` for a shared-corpus file without contexts."""
     qid: str
     question: str
     answers: list[str]
@@ -41,6 +43,7 @@ class Question:
     qtype: str | None = None
     decomposition: list[dict] | None = None
     evidence_triples: list[list[str]] | None = None
+    context_pids: list[int] | None = None
 
 # %% ../nbs/00_core.ipynb #d140bf16
 @dataclass

@@ -314,6 +314,8 @@ def load_hipporag(questions_path, corpus_path, name: str = None) -> Dataset:
     for i, rec in enumerate(records):
         q, ctx, gold = parse_question(rec, questions_path, i)
         attach_gold(q, ctx, gold, corpus, questions_path, by_content, by_title, _gold_field(rec), empty_titles)
+        found = [by_content.get(f"{t}\n{x}") for t, x, _ in ctx if x.strip()]
+        if found and None not in found: q.context_pids = list(dict.fromkeys(found))      # only when every context paragraph is in the corpus
         qs.append(q)
     _check_unique(qs, questions_path)
     return Dataset(name or Path(questions_path).name.split(".")[0], qs, corpus, source=f"{questions_path} + {corpus_path}",
@@ -341,6 +343,7 @@ def load_contexts(*paths, name: str = "contexts") -> Dataset:
                 if not x.strip(): empty += 1; continue
                 if f"{t}\n{x}" not in by_content:
                     by_content[f"{t}\n{x}"] = len(corpus); corpus.append(Passage(len(corpus), t, x))
+            q.context_pids = list(dict.fromkeys(by_content[f"{t}\n{x}"] for t, x, _ in ctx if x.strip()))
             attach_gold(q, ctx, gold, corpus, path, by_content, field=field)
             qs.append(q)
         if skipped: notes.append(f"{path}: {skipped} question ids already loaded from an earlier file were skipped")

@@ -11,11 +11,11 @@ from functools import cached_property
 from typing import Literal
 import numpy as np
 import scipy.sparse as sp
-from .core import Question, content_words, unit_id
+from .core import Dataset, Passage, Question, content_words, unit_id
 from .models import Cost, StructuredOutputError, parse_json, structured
-from .retrievers import slug
+from .retrievers import _check_k, slug
 from .index import EvidenceStore, ExtractedView
-from .method import Answer, ConfigError, Method, ReaderOptions, param, register
+from .method import Answer, ConfigError, Method, ReaderOptions, Resources, param, register
 
 # %% auto #0
 __all__ = ['PROPOSITION_SCHEMA', 'PROPOSITION_EXAMPLES', 'PROPOSITION_STOP', 'PROPOSITION_MAX_NEW_TOKENS',
@@ -25,7 +25,7 @@ __all__ = ['PROPOSITION_SCHEMA', 'PROPOSITION_EXAMPLES', 'PROPOSITION_STOP', 'PR
            'PropositionIndex', 'top_positive', 'seed_signal', 'residual_signal', 'combine', 'entity_propagation',
            'no_propagation', 'readout', 'query_schema', 'reply_parser', 'selector_prompt', 'valid_selection',
            'writer_prompt', 'clean_queries', 'reorder_prompt', 'valid_order', 'EviReformConfig', 'EviReform',
-           'evireform_summary']
+           'evireform_summary', 'RestrictedStore', 'growth_levels', 'restrict']
 
 # %% ../nbs/20_evireform.ipynb #380d9315
 PROPOSITION_SCHEMA = {"type": "object", "properties": {"propositions": {"type": "array", "maxItems": 12, "items": {
@@ -627,3 +627,66 @@ def evireform_summary(rows: list[dict]) -> dict:
                failed_passages=round(100 * sum(r["pool_failed"] for r in rows) / max(n_pass, 1), 2),
                extracted_new=new, extract_s_per_passage=round(secs / new, 2) if new else None)
     return out
+
+# %% ../nbs/20_evireform.ipynb #53269b98
+class RestrictedStore:
+    """An `EvidenceStore` whose passage searches see only the passage ids in `allowed` (the index of one level of the
+    index-growth experiment; EviReform paper, Appendix: index growth, Figure A.3).
+
+    `search(queries, k)` and `search_bm25(queries, k)` return, per query, the best `k` allowed passages as
+    `[(pid, score), ...]` with the base store's scores and order; the result is exact (the base search is asked for
+    `k` plus the number of excluded passages, so no allowed passage can be crowded out). Every other attribute
+    (passages, views, proposition files, embedder, root) is the base store's, so extraction done at one level is
+    reused at every other. `ValueError` for an empty `allowed`, an id outside the corpus, or `k < 1`."""
+    def __init__(self, store, allowed):
+        n = len(store.passages)
+        self.base, self.allowed = store, frozenset(int(p) for p in allowed)
+        if not self.allowed: raise ValueError("RestrictedStore: no allowed passage")
+        if bad := sorted(p for p in self.allowed if not 0 <= p < n):
+            raise ValueError(f"RestrictedStore: passage ids outside the corpus of {n} passages, e.g. {bad[:3]}")
+
+    def __getattr__(self, name): return getattr(self.base, name)
+
+    def _within(self, search, queries: list[str], k: int):
+        k, n = _check_k(k), len(self.base.passages)
+        hits = search(queries, min(n, k + n - len(self.allowed)))
+        return [[(p, s) for p, s in h if p in self.allowed][:k] for h in hits]
+
+    def search(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
+        "Dense top-`k` allowed passages per query, best first (see `EvidenceStore.search`)."
+        return self._within(self.base.search, queries, k)
+
+    def search_bm25(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
+        "BM25 top-`k` allowed passages per query, best first, positive scores only (see `EvidenceStore.search_bm25`)."
+        return self._within(self.base.search_bm25, queries, k)
+
+    def __repr__(self): return f"RestrictedStore({len(self.allowed)} of {len(self.base.passages)} passages)"
+
+
+def growth_levels(dataset: Dataset, n_groups: int = 5) -> list[dict]:
+    """The cumulative index of each level of the index-growth experiment (EviReform paper, Appendix: index growth).
+
+    The questions, in file order, form `n_groups` groups of `ceil(n / n_groups)` (the last one may be smaller); level
+    `g` (1-based) indexes the union of the context paragraphs (`Question.context_pids`) of groups `1..g`. Returns one
+    dict per level: `level`, `index_questions` (questions whose contexts are indexed), `passages` (sorted pids),
+    `n_passages`; the evaluation questions are always group 1, `dataset.questions[:levels[0]['index_questions']]`.
+    `ValueError` when `n_groups` is not in `1..len(questions)` or a question has no `context_pids` (a shared-corpus
+    file: its questions carry no contexts, so there is nothing to grow)."""
+    qs = dataset.questions
+    if not 1 <= n_groups <= len(qs): raise ValueError(f"n_groups must be in 1..{len(qs)} (the questions of {dataset.name}), got {n_groups}")
+    if missing := [q.qid for q in qs if q.context_pids is None]:
+        raise ValueError(f"{dataset.name}: {len(missing)} questions have no context paragraphs (e.g. {missing[0]}); index growth needs a "
+                         "per-question-contexts dataset such as musique")
+    size = -(-len(qs) // n_groups)
+    levels, seen = [], set()
+    for g in range(1, n_groups + 1):
+        for q in qs[(g - 1) * size:g * size]: seen.update(q.context_pids)
+        levels.append(dict(level=g, index_questions=min(g * size, len(qs)), passages=sorted(seen), n_passages=len(seen)))
+    return levels
+
+
+def restrict(resources: Resources, passages) -> Resources:
+    """`resources` with its evidence store replaced by a `RestrictedStore` over `passages` (in place; returned for
+    chaining). Build the methods after calling this, since a method reads `resources.store` when it first searches."""
+    resources.__dict__["store"] = RestrictedStore(resources.store, passages)
+    return resources

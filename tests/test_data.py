@@ -112,6 +112,7 @@ def test_contexts_corpus_is_deduplicated_union_and_repeats_are_noted(tmp_path):
     d = load_contexts(f1, f2, name="toy")
     assert [p.content for p in d.corpus] == ["T\nshared", "U\nu", "V\nv"]          # first-seen order, no duplicates
     assert [(q.qid, q.answers, q.gold_pids) for q in d.questions] == [("q1", ["x"], [0]), ("q2", ["y"], [2]), ("q3", ["z"], [0])]
+    assert [q.context_pids for q in d.questions] == [[0, 1], [1, 2], [0]]          # each question's own paragraphs, gold and distractor
     assert d.notes == [f"{f2}: 1 question ids already loaded from an earlier file were skipped"]
 
 
@@ -119,7 +120,7 @@ def test_load_dataset_by_path_and_unknown_name(tmp_path):
     c = _write(tmp_path / "c.json.gz", [{"title": "A", "text": "a"}, {"title": "B", "text": "b"}])
     q = _write(tmp_path / "toy.json.gz", [{"id": "1", "question": "Q?", "answer": "b", "supporting_facts": ["B"]}])
     d = load_dataset(f"{q}:{c}")
-    assert d.name == "toy" and d.questions[0].gold_pids == [1] and len(d.corpus) == 2
+    assert d.name == "toy" and d.questions[0].gold_pids == [1] and len(d.corpus) == 2 and d.questions[0].context_pids is None   # no contexts in the record
     with pytest.raises(KeyError, match="registered: .*'demo'"): load_dataset("no-such-dataset")
 
 
