@@ -14,12 +14,14 @@ METRICS = ("recall@5", "recall@10", "chain@5")
 
 
 def scores(run_dirs) -> dict:
-    "`{run name: {qid: {metric: value}}}` from the runs' predictions (failed rows left out)."
+    "`{run name: {qid: {metric: value}}}` from the runs' predictions (failed rows left out); a repeated run name is replaced by the folder's name."
     out = {}
     for d in run_dirs:
         mf = json.loads((Path(d) / "run.json").read_text())
         rows = [r for r in read_predictions(Path(d) / "predictions.jsonl") if not r.get("failed")]
-        out[mf.get("run_name", mf["method"])] = {r["id"]: {m: r[m] for m in METRICS if m in r} for r in rows}
+        name = mf.get("run_name", mf["method"])
+        if name in out: name = Path(d).name                    # two runs of one variant (a sweep): the folder tells them apart
+        out[name] = {r["id"]: {m: r[m] for m in METRICS if m in r} for r in rows}
     return out
 
 
