@@ -64,12 +64,13 @@ def readme(check: bool = False) -> int:
     print("README.md differs from nbs/index.ipynb: edit the notebook, then `python tools/docs.py readme`"); return 1
 
 
-def _stage(dest: Path) -> Path:
+def _stage(dest: Path, only=None) -> Path:
     """Copy nbs/ into `dest` with `#| eval: false` added to every `#| slow` cell: nbdev runs each cell that imports
     something while it renders `show_doc`, and a slow cell would load the real models (its source is still shown)."""
     import nbformat
     shutil.copytree(NBS, dest, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     for f in dest.glob("*.ipynb"):
+        if only is not None and f.stem not in only: f.unlink(); continue
         nb = nbformat.read(f, as_version=4)
         for c in nb.cells:
             if c.cell_type == "code" and re.search(r"^#\|\s*slow\s*$", c.source, re.M): c.source = "#| eval: false\n" + c.source
@@ -77,8 +78,9 @@ def _stage(dest: Path) -> Path:
     return dest
 
 
-def process(n_workers: int = 1) -> Path:
-    "nbdev's processing of every notebook into _proc/ (what nbdev_docs renders), slow cells not run, without Quarto."
+def process(n_workers: int = 1, only=None) -> Path:
+    """nbdev's processing of every notebook (or those whose names are in `only`) into _proc/ (what nbdev_docs
+    renders), slow cells not run, without Quarto."""
     import os, tempfile
     from nbdev.quarto import refresh_quarto_yml, nbdev_sidebar
     from nbdev.serve import proc_nbs
@@ -86,7 +88,7 @@ def process(n_workers: int = 1) -> Path:
     refresh_quarto_yml()
     nbdev_sidebar.__wrapped__(path=NBS)
     with tempfile.TemporaryDirectory(dir=ROOT, prefix="_stage") as d:   # inside the checkout: notebooks find it from their folder
-        return proc_nbs(_stage(Path(d) / "nbs"), n_workers=n_workers, force=True)
+        return proc_nbs(_stage(Path(d) / "nbs", only), n_workers=n_workers, force=True)
 
 
 def _title(nb: dict, stem: str) -> str:
@@ -174,19 +176,34 @@ def explorer_page(out: Path = DOCS) -> Path:
     f = out / "explorer.html"; f.write_text(page.replace("<head>", "<head>" + VCSS, 1), encoding="utf-8"); return f
 
 
-def site(quarto: bool | None = None, n_workers: int = 1) -> dict:
-    "Build _docs/; returns the seconds each stage took."
+def site(quarto: bool | None = None, n_workers: int = 1, out: Path = DOCS, only=None) -> dict:
+    """Build the site into `out` (default _docs/), every notebook or those named in `only` (offline renderer);
+    returns the seconds each stage took."""
     t, times = time.time(), {}
     quarto = bool(shutil.which("quarto")) if quarto is None else quarto
     if quarto:
         subprocess.run(["nbdev_docs"], cwd=ROOT, check=True); times["nbdev_docs"] = time.time() - t
         for f in DOCS.rglob("*.html"): f.write_text(_copy_figures(f.read_text(encoding="utf-8"), DOCS), encoding="utf-8")
     else:
-        process(n_workers); times["process"] = time.time() - t; t = time.time()
-        if DOCS.exists(): shutil.rmtree(DOCS)
-        render_offline(DOCS); times["render"] = time.time() - t
-    t = time.time(); explorer_page(DOCS); times["explorer"] = time.time() - t
+        process(n_workers, only); times["process"] = time.time() - t; t = time.time()
+        if out.exists(): shutil.rmtree(out)
+        render_offline(out); times["render"] = time.time() - t
+    t = time.time(); explorer_page(out); times["explorer"] = time.time() - t
     return times
+
+
+def check(out: Path = DOCS) -> list[str]:
+    """Problems of the built site in `out`: a page that links (href/src) to a local file that does not exist, or an
+    image without a source. `[]` when every page and figure link resolves."""
+    bad = []
+    for f in sorted(out.glob("*.html")):
+        text = f.read_text(encoding="utf-8")
+        for attr, link in re.findall(r'\b(href|src)="([^"]*)"', text):
+            if not link and attr == "src": bad.append(f"{f.name}: <img> without src"); continue
+            if not link or re.match(r"^(data:|https?:|mailto:|#|javascript:)", link): continue
+            target = (f.parent / link.split("#")[0]).resolve()
+            if link.split("#")[0] and not target.exists(): bad.append(f"{f.name}: {attr}={link} does not exist")
+    return bad
 
 
 def main(argv=None) -> int:
@@ -198,8 +215,10 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "readme": return readme(a.check)
     times = site(a.quarto)
+    bad = check(DOCS)
     print("built _docs/: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()) + f"; open {DOCS / 'index.html'}")
-    return 0
+    for b in bad: print("broken link:", b)
+    return 1 if bad else 0
 
 
 if __name__ == "__main__": sys.exit(main())
