@@ -91,14 +91,23 @@ def process(n_workers: int = 1, only=None) -> Path:
         return proc_nbs(_stage(Path(d) / "nbs", only), n_workers=n_workers, force=True)
 
 
+def _front(nb) -> dict:
+    "The frontmatter nbdev wrote into the processed notebook's raw cell (title, description), `{}` if none."
+    import yaml
+    for c in nb["cells"]:
+        if c["cell_type"] == "raw" and _src(c).strip().startswith("---"):
+            try: return yaml.safe_load(_src(c).strip().strip("-")) or {}
+            except yaml.YAMLError: return {}
+    return {}
+
+
 def _title(nb: dict, stem: str) -> str:
+    t = _front(nb).get("title")
+    if t: return str(t)
     for c in nb["cells"]:
         if c["cell_type"] == "markdown":
             m = re.search(r"^#\s+(.+)$", _src(c), re.M)
             if m: return m.group(1).strip()
-        if c["cell_type"] == "raw":
-            m = re.search(r"^title:\s*(.+)$", _src(c), re.M)
-            if m: return m.group(1).strip().strip('"')
     return stem
 
 
@@ -116,7 +125,7 @@ nav{width:15em;min-width:15em;padding:1em;background:#f5f6f8;border-right:1px so
 nav a{display:block;color:#234;text-decoration:none;padding:.15em 0}nav a.cur{font-weight:bold}nav a.home{font-size:1.2em;font-weight:bold;margin-bottom:.6em}
 main{padding:1em 2em;max-width:60em;min-width:0}pre{background:#f6f8fa;padding:.6em;overflow:auto;font-size:13px}
 code{font-size:90%}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;font-size:13px}
-img{max-width:100%}.jp-InputPrompt,.jp-OutputPrompt,.prompt{display:none}.jp-Cell{margin:.4em 0}
+img{max-width:100%}.desc{font-size:1.1em;color:#555;border-left:3px solid #ccd;padding-left:.6em}.jp-InputPrompt,.jp-OutputPrompt,.prompt{display:none}.jp-Cell{margin:.4em 0}
 .jp-OutputArea-output pre{background:#fff;border-left:3px solid #ddd}details{margin:.4em 0}summary{cursor:pointer}
 """
 
@@ -157,8 +166,12 @@ def render_offline(out: Path = DOCS) -> list[Path]:
     titles = {p: _title(nb, p.stem) for p, nb in nbs.items()}
     written = []
     for p, nb in nbs.items():
+        fm = _front(nb)
         nb.cells = [c for c in nb.cells if c.cell_type != "raw"]
         body, _ = ex.from_notebook_node(_strip_directives(nb))
+        head = f"<h1>{html.escape(titles[p])}</h1>"
+        if fm.get("description"): head += f'<p class="desc">{html.escape(str(fm["description"]))}</p>'
+        body = head + body
         body = re.sub(r'href="([^"#:]+)\.ipynb(#[^"]*)?"', r'href="\1.html\2"', body)
         nav = "".join(f'<a href="{q.stem}.html"{" class=cur" if q == p else ""}>{html.escape(titles[q])}</a>' for q in pages)
         nav += '<a href="explorer.html">Explorer: a MEGRAG run</a>'
