@@ -106,3 +106,19 @@ def test_pages_open_in_a_headless_browser_without_console_errors(site):
         console = [l for l in r.stderr.splitlines() if "CONSOLE" in l or "Uncaught" in l]
         assert console == [], console
         assert png.exists() and png.stat().st_size > 10_000
+
+
+FOUNDATION = {"00_core": "core", "00a_jsonl": "jsonl", "01_data": "data", "02_models": "models", "03_retrievers": "retrievers",
+              "04_index": "index", "05_metrics": "metrics", "06_reader": "reader", "07_method": "method", "08_baselines": "baselines",
+              "90_runner": "runner", "91_report": "report", "92_viz": "viz"}
+
+
+@pytest.mark.parametrize("stem,mod", FOUNDATION.items())
+def test_public_api_has_a_docstring_and_a_show_doc(stem, mod):
+    import importlib, inspect
+    m = importlib.import_module(f"megrag_kit.{mod}")
+    public = [n for n in m.__all__ if not n.isupper() and callable(getattr(m, n))]
+    nb = nbformat.read(ROOT / "nbs" / f"{stem}.ipynb", as_version=4)
+    shown = set(re.findall(r"^show_doc\(([\w]+)", "\n".join(c.source for c in nb.cells if c.cell_type == "code"), re.M))
+    assert [n for n in public if not (getattr(m, n).__dict__.get("__doc__") if inspect.isclass(getattr(m, n)) else getattr(m, n).__doc__)] == []
+    assert [n for n in public if n not in shown] == []
