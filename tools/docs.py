@@ -6,7 +6,7 @@
 
 The site: nbdev processes the notebooks into _proc/ (directives applied, `show_doc` cells executed into their API
 tables), then each processed notebook becomes one page. With `--quarto` (or when a `quarto` binary is on PATH and
-`--offline` is not given) this is `nbdev_docs`, Quarto from the `quarto-cli` package. Otherwise the pages are rendered
+`--offline` is not given) Quarto (the `quarto-cli` package) renders them, as `nbdev_docs` does. Otherwise the pages are rendered
 here with nbconvert's basic template inside one page shell with a sidebar: no network, no CDN script. Either way the
 figures of figures/ that pages link to are copied beside them and the explorer page (`explorer.html`, the committed
 MEGRAG run through `megrag_kit.viz.run_page`) is added. The README is the readme notebook's markdown cells as they
@@ -194,11 +194,13 @@ def site(quarto: bool | None = None, n_workers: int = 1, out: Path = DOCS, only=
     returns the seconds each stage took."""
     t, times = time.time(), {}
     quarto = bool(shutil.which("quarto")) if quarto is None else quarto
-    if quarto:
-        subprocess.run(["nbdev_docs"], cwd=ROOT, check=True); times["nbdev_docs"] = time.time() - t
-        for f in DOCS.rglob("*.html"): f.write_text(_copy_figures(f.read_text(encoding="utf-8"), DOCS), encoding="utf-8")
+    cache = process(n_workers, only); times["process"] = time.time() - t; t = time.time()
+    if quarto:   # what nbdev_docs does after processing (its README step left out: README.md comes from readme())
+        subprocess.run(["quarto", "render", "--no-cache"], cwd=cache, check=True)
+        if out.exists(): shutil.rmtree(out)
+        shutil.move(str(cache / DOCS.name), str(out)); times["quarto"] = time.time() - t
+        for f in out.rglob("*.html"): f.write_text(_copy_figures(f.read_text(encoding="utf-8"), out), encoding="utf-8")
     else:
-        process(n_workers, only); times["process"] = time.time() - t; t = time.time()
         if out.exists(): shutil.rmtree(out)
         render_offline(out); times["render"] = time.time() - t
     t = time.time(); explorer_page(out); times["explorer"] = time.time() - t
