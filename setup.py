@@ -8,6 +8,7 @@ cfg = cfg['DEFAULT']
 
 requirements = cfg.get('requirements', '').split()
 dev_requirements = cfg.get('dev_requirements', '').split()
+extras = {'dev': dev_requirements, 'llamacpp': cfg.get('llamacpp_requirements', '').split(), 'parser': cfg.get('parser_requirements', '').split()}
 console_scripts = cfg.get('console_scripts', '').split()
 
 setuptools.setup(
@@ -26,7 +27,7 @@ setuptools.setup(
     package_data={'megrag_kit': ['data/*']},
     include_package_data=True,
     install_requires=requirements,
-    extras_require={'dev': dev_requirements},
+    extras_require=extras,
     entry_points={'console_scripts': console_scripts, 'nbdev': [f"{cfg['lib_path']}={cfg['lib_path']}._modidx:d"]},
     classifiers=['Programming Language :: Python :: 3', 'License :: OSI Approved :: Apache Software License',
                  'Topic :: Scientific/Engineering :: Artificial Intelligence'],

