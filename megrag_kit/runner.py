@@ -168,10 +168,13 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
                 if attributed.llm_calls != meter["answering"].llm_calls:
                     warnings.warn(f"{method.name}: {meter['answering'].llm_calls} answering calls in a batch, {attributed.llm_calls} attributed to questions")
                 idx = meter["indexing"]
+                # online seconds that are not model time: the batch's wall time less offline phases (indexing, model
+                # loading) and less the model calls made now; each question adds its own model seconds (first-call latency)
+                other = max(0.0, meter.wall_s - sum(v for k, v in meter.phase_s.items() if k != "answering") - meter.fresh_seconds("answering"))
                 share = {k: None if v is None else round(v / len(qb), 4) for k, v in dict(llm_calls=idx.llm_calls, tokens=idx.tokens, llm_seconds=idx.llm_seconds).items()}
                 for q, a in zip(qb, answers):
                     log.write(dict(**base(q), prediction=a.prediction, retrieved=list(a.retrieved), **a.fields, **a.cost.row(),
-                                   latency_s=round(meter.wall_s / len(qb), 4), indexing=share, **score(q, a.prediction, a.retrieved), trace=a.trace))
+                                   latency_s=round(a.cost.llm_seconds + other / len(qb), 4), indexing=share, **score(q, a.prediction, a.retrieved), trace=a.trace))
             bar.update(len(batch))
     bar.close()
     mf["models"] = {**(mf.get("models") or {}), **res.loaded()}
