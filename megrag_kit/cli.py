@@ -190,7 +190,7 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
 
     Prints each notebook as it starts, then where every table, figure and executed notebook went. Exit status 1
     when a notebook fails (its executed copy shows the failing cell), 2 for an unknown profile, experiment or parameter."""
-    from megrag_kit.reproduce import reproduce as run_all
+    from megrag_kit.reproduce import ExperimentError, reproduce as run_all
     extra = {}
     for k, v in parse_options(param, "--param").items():
         try: extra[k] = json.loads(v)
@@ -199,6 +199,7 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
         if v is not None: extra[k] = v
     try: done = run_all(profile, only or None, extra, out)
     except ValueError as e: raise typer.BadParameter(str(e))
+    except ExperimentError as e: typer.echo(f"Error: {e}", err=True); raise typer.Exit(1)
     for n, d in done.items():
         typer.echo(f"{n} ({d['wall_s']} s): executed notebook {d['notebook']}")
         for f in d["outputs"]: typer.echo(f"    {f}")

@@ -50,7 +50,8 @@ class SentenceView:
                 sents = json.loads(self.path.read_text())
                 if len(sents) != len(self.texts): raise IndexMismatchError(f"{self.path} holds sentences of {len(sents)} passages, wanted {len(self.texts)}")
             else:
-                sents = [split_sentences(t) for t in tqdm(self.texts, desc="split sentences", disable=not self.show_progress)]
+                with cost_phase("indexing"):                  # offline work: not part of a question's latency
+                    sents = [split_sentences(t) for t in tqdm(self.texts, desc="split sentences", disable=not self.show_progress)]
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
                 tmp.write_text(json.dumps(sents)); os.replace(tmp, self.path)
@@ -99,7 +100,7 @@ class ExtractedView:
         "Read the file (and, when `eager`, extract every passage not in it yet); returns `self`."
         if self._items is not None: return self
         self._items, self._pos = {}, 0
-        self._read_new()
+        with cost_phase("indexing"): self._read_new()
         if self.mode == "eager": self.extract(range(len(self.texts)))
         return self
 

@@ -15,8 +15,8 @@ from .runner import read_predictions, run as run_questions, versions
 
 # %% auto #0
 __all__ = ['PAPER', 'COMMON_PARAMS', 'EXPERIMENTS', 'PROFILES', 'paper_dataset', 'check_params', 'build_model', 'hardware',
-           'default_out', 'markdown_table', 'Experiment', 'termination_counts', 'savings', 'structure', 'notebooks_dir',
-           'notebook_params', 'reproduce']
+           'default_out', 'markdown_table', 'Experiment', 'termination_counts', 'savings', 'structure',
+           'ExperimentError', 'notebooks_dir', 'notebook_params', 'reproduce']
 
 # %% ../nbs/95_reproduce.ipynb #eaa5efbe
 PAPER = {
@@ -206,6 +206,9 @@ PROFILES = {
     "paper": dict(dataset="2wikimultihopqa", table2_dataset="musique", limit=1000, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=32),
 }
 
+class ExperimentError(RuntimeError):
+    "An experiment notebook failed; the message names the notebook, the error and the executed copy that shows the failing cell."
+
 def notebooks_dir() -> Path:
     "The `nbs/` folder of the repository holding the working directory (`FileNotFoundError` when there is none)."
     for p in (Path.cwd(), *Path.cwd().parents):
@@ -225,7 +228,7 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     parameters updated by `params`; returns `{name: {"notebook": executed path, "outputs": [paths], "wall_s": s}}`.
 
     `ValueError` for an unknown profile, experiment name or parameter (naming the valid ones); a notebook that fails
-    raises papermill's `PapermillExecutionError` (its executed copy, up to the failing cell, is kept)."""
+    raises `ExperimentError` naming the error and its executed copy (kept, up to the failing cell)."""
     import papermill as pm
     if profile not in PROFILES: raise ValueError(f"unknown profile {profile!r}; one of {list(PROFILES)}")
     names = list(only or EXPERIMENTS)
@@ -245,7 +248,9 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
         dest = out / "notebooks" / EXPERIMENTS[n]; dest.parent.mkdir(parents=True, exist_ok=True)
         if progress: print(f"[{i}/{len(names)}] {n}: {src.name} -> {dest}", flush=True)
         t0 = time.perf_counter()
-        pm.execute_notebook(str(src), str(dest), parameters=p, cwd=str(root), kernel_name=kernel, progress_bar=progress)
+        try: pm.execute_notebook(str(src), str(dest), parameters=p, cwd=str(root), kernel_name=kernel, progress_bar=progress)
+        except pm.PapermillExecutionError as e:
+            raise ExperimentError(f"{n} failed: {e.ename}: {e.evalue} (the executed notebook, up to the failing cell: {dest})") from None
         rec = json.loads((out / "results" / f"{n}.json").read_text())
         done[n] = dict(notebook=str(dest), outputs=rec["outputs"], wall_s=round(time.perf_counter() - t0, 1))
     return done

@@ -4,7 +4,7 @@
 
 # %% ../nbs/90_runner.ipynb #2b46ea7e
 from __future__ import annotations
-import json, platform, subprocess, textwrap, warnings
+import importlib, json, platform, subprocess, textwrap, warnings
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -112,6 +112,8 @@ def _answer(method: Method, batch: list[Question]):
     if len(answers) != len(batch): raise RuntimeError(f"{method.name} returned {len(answers)} answers for {len(batch)} questions")
     return answers, meter
 
+_WARM_IMPORTS = ("jsonschema", "json_repair")   # imported lazily on the answering path; jsonschema alone takes seconds
+
 def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_size: int = 8, seed: int = 0,
         show_progress: bool = True, manifest: dict | None = None) -> dict:
     """Answer the first `limit` questions of `dataset` with `method` (all when `None`), resumably; returns the summary dict.
@@ -146,6 +148,9 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     retry = sum(1 for q in todo if q.qid in prior)
     if show_progress and len(todo) < len(qs):
         print(f"resuming {out}: {len(qs) - len(todo)} of {len(qs)} questions already answered" + (f", {retry} failed ones retried" if retry else ""), flush=True)
+    for mod in _WARM_IMPORTS:      # a one-time import inside the first batch is process start-up, not a question's latency
+        try: importlib.import_module(mod)
+        except ImportError: pass
     bar = tqdm(total=len(qs), initial=len(qs) - len(todo), desc=method.run_name(), disable=not show_progress, unit="q")
     base = lambda q: dict(id=q.qid, question=q.question, gold_answers=q.answers, gold_pids=q.gold_pids, qtype=q.qtype)
     n_failed = 0
