@@ -137,10 +137,13 @@ class Experiment:
         m = build_method(method, options or {}, res)
         key = stable_hash([method, m.config.to_dict(), res.llm_spec, res.embedder_spec, self.params["seed"]])[:8]
         folder = self.out / "runs" / f"{ds}-{m.run_name()}-{key}"
+        t0 = time.perf_counter()
+        print(f"{self.name}: {m.run_name()} on {ds} (first {lim} questions) -> {folder}", flush=True)
         s = run_questions(m, res.dataset, folder, lim, self.params["batch_size"], seed=self.params["seed"], show_progress=False,
                           manifest=dict(device=self.device, experiment=self.name))
         ids = [q.qid for q in (res.dataset.questions[:lim] if lim else res.dataset.questions)]
         rows = [r for r in read_predictions(folder / "predictions.jsonl") if r["id"] in set(ids) and not r.get("failed")]
+        print(f"    F1 {s.get('f1', float('nan')):.2f} on {s['n']} questions, {time.perf_counter() - t0:.1f} s", flush=True)
         self.runs.append(dict(folder=str(folder), method=method, run_name=m.run_name(), dataset=ds, limit=lim,
                               params=m.config.to_dict(), summary={k: v for k, v in s.items() if k != "manifest"}))
         return s, rows
@@ -248,7 +251,7 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
         dest = out / "notebooks" / EXPERIMENTS[n]; dest.parent.mkdir(parents=True, exist_ok=True)
         if progress: print(f"[{i}/{len(names)}] {n}: {src.name} -> {dest}", flush=True)
         t0 = time.perf_counter()
-        try: pm.execute_notebook(str(src), str(dest), parameters=p, cwd=str(root), kernel_name=kernel, progress_bar=progress)
+        try: pm.execute_notebook(str(src), str(dest), parameters=p, cwd=str(root), kernel_name=kernel, progress_bar=progress, log_output=progress)
         except pm.PapermillExecutionError as e:
             raise ExperimentError(f"{n} failed: {e.ename}: {e.evalue} (the executed notebook, up to the failing cell: {dest})") from None
         rec = json.loads((out / "results" / f"{n}.json").read_text())
