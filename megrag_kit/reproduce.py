@@ -206,7 +206,7 @@ EXPERIMENTS = {"megrag_tables": "50_megrag_tables.ipynb", "megrag_figures": "51_
 PROFILES = {
     "demo": dict(dataset="demo", limit=2, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=8,
                  megrag={"n_p": 3, "budget": 2}, budgets=[1, 2]),
-    "paper": dict(dataset="2wikimultihopqa", table2_dataset="musique", limit=1000, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=32),
+    "paper": dict(dataset="2wikimultihopqa", table2_dataset="musique", table_datasets=["2wikimultihopqa", "hotpotqa", "musique"], limit=1000, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=32),
 }
 
 class ExperimentError(RuntimeError):

@@ -95,7 +95,7 @@ def test_a_second_reproduction_reuses_the_runs(done, fake_env):
 
 
 def test_parameter_typos_fail_naming_the_valid_names(fake_env, tmp_path):
-    with pytest.raises(ValueError, match="megrag_tables: unknown parameter limt; valid: dataset, table2_dataset, limit"):
+    with pytest.raises(ValueError, match="megrag_tables: unknown parameter limt; valid: dataset, table2_dataset, table_datasets, limit"):
         reproduce("demo", only=["megrag_tables"], params={"limt": 2}, out=tmp_path)
     with pytest.raises(ExperimentError, match="megrag_tables failed: ConfigError: megrag: unknown parameter budgte; valid: reader_max_passages"):
         reproduce("demo", only=["megrag_tables"], params={**FAKE, "megrag": {"budgte": 2}}, out=tmp_path, progress=False)
