@@ -14,9 +14,9 @@ from .method import ConfigError, Resources, build_method, get_method
 from .runner import read_predictions, run as run_questions, versions
 
 # %% auto #0
-__all__ = ['PAPER', 'COMMON_PARAMS', 'EXPERIMENTS', 'PROFILES', 'paper_dataset', 'check_params', 'build_model', 'hardware',
-           'default_out', 'markdown_table', 'Experiment', 'termination_counts', 'savings', 'structure',
-           'ExperimentError', 'notebooks_dir', 'notebook_params', 'reproduce']
+__all__ = ['PAPER', 'COMMON_PARAMS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset', 'check_params',
+           'build_model', 'hardware', 'default_out', 'markdown_table', 'Experiment', 'termination_counts', 'savings',
+           'structure', 'ExperimentError', 'notebooks_dir', 'notebook_params', 'reproduce']
 
 # %% ../nbs/95_reproduce.ipynb #eaa5efbe
 PAPER = {
@@ -212,6 +212,8 @@ PROFILES = {
 class ExperimentError(RuntimeError):
     "An experiment notebook failed; the message names the notebook, the error and the executed copy that shows the failing cell."
 
+NOTEBOOK_DEFAULTS = {"evireform_tables": {"limit": None}}   # reads the committed runs whole, whatever the profile's limit
+
 def notebooks_dir() -> Path:
     "The `nbs/` folder of the repository holding the working directory (`FileNotFoundError` when there is none)."
     for p in (Path.cwd(), *Path.cwd().parents):
@@ -243,7 +245,7 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     for i, n in enumerate(names, 1):
         src = nbs / EXPERIMENTS[n]
         declared = notebook_params(src)
-        given = {**PROFILES[profile], **(params or {})}
+        given = {**PROFILES[profile], **NOTEBOOK_DEFAULTS.get(n, {}), **(params or {})}
         unknown = sorted(set(given) - set(declared) - set(PROFILES[profile]))
         if unknown: raise ValueError(f"{n}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; valid: {', '.join(declared)}")
         p = {k: v for k, v in given.items() if k in declared}
