@@ -17,7 +17,7 @@ from .report import report as report_md
 
 # %% auto #0
 __all__ = ['app', 'FRIENDLY_ERRORS', 'friendly', 'parse_options', 'parse_sets', 'run', 'methods', 'index', 'compare', 'report',
-           'datasets', 'main']
+           'datasets', 'main', 'reproduce']
 
 # %% ../nbs/99_cli.ipynb #2f3ec467
 app = typer.Typer(add_completion=False, help="megrag_kit: multi-hop RAG methods (MEGRAG, EviReform, CARA) and baselines.",
@@ -174,3 +174,32 @@ def main():
         _STATE["debug"] = True
         sys.argv = [sys.argv[0]] + [a for a in sys.argv[1:] if a != "--debug"]
     app()
+
+# %% ../nbs/99_cli.ipynb #9b3d5375
+@app.command()
+@friendly
+def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on a CPU) | paper (the papers' sizes; a GPU or a server)"),
+              only: list[str] = typer.Option(None, help="one experiment (repeatable): megrag_tables | megrag_figures | evireform_tables"),
+              llm: str = typer.Option(None, help="override the profile's LLM: smollm2-135m | hf:/path | openai:URL#MODEL"),
+              embedder: str = typer.Option(None, help="override the profile's embedder: minilm | st:/path | openai:URL#MODEL"),
+              limit: int = typer.Option(None, min=1, help="override the profile's number of questions"),
+              device: str = typer.Option(None, help="auto | cpu | cuda"),
+              param: list[str] = typer.Option(None, help="a notebook parameter, name=value (JSON value or string; repeatable)"),
+              out: Path = typer.Option(None, help="output folder (default runs/reproduce-<profile>)")):
+    """Regenerate the papers' tables and figures by executing the experiment notebooks with papermill.
+
+    Prints each notebook as it starts, then where every table, figure and executed notebook went. Exit status 1
+    when a notebook fails (its executed copy shows the failing cell), 2 for an unknown profile, experiment or parameter."""
+    from megrag_kit.reproduce import ExperimentError, reproduce as run_all
+    extra = {}
+    for k, v in parse_options(param, "--param").items():
+        try: extra[k] = json.loads(v)
+        except json.JSONDecodeError: extra[k] = v
+    for k, v in (("llm", llm), ("embedder", embedder), ("limit", limit), ("device", device)):
+        if v is not None: extra[k] = v
+    try: done = run_all(profile, only or None, extra, out)
+    except ValueError as e: raise typer.BadParameter(str(e))
+    except ExperimentError as e: typer.echo(f"Error: {e}", err=True); raise typer.Exit(1)
+    for n, d in done.items():
+        typer.echo(f"{n} ({d['wall_s']} s): executed notebook {d['notebook']}")
+        for f in d["outputs"]: typer.echo(f"    {f}")

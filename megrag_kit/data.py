@@ -11,9 +11,9 @@ from .core import Passage, Question, Dataset, DataError, DataWarning
 from .metrics import normalize_answer
 
 # %% auto #0
-__all__ = ['DEMO_FILE', 'DATASETS', 'read_records', 'load_corpus', 'clean_corpus', 'join_sentences', 'parse_question',
-           'attach_gold', 'load_hipporag', 'load_contexts', 'load_stark_qa', 'shared_data_dir', 'load_dataset',
-           'make_demo']
+__all__ = ['WIKI2_TYPES', 'DEMO_FILE', 'DATASETS', 'read_records', 'load_corpus', 'clean_corpus', 'join_sentences',
+           'parse_question', 'attach_gold', 'load_hipporag', 'load_contexts', 'load_stark_qa', 'infer_2wiki_type',
+           'with_2wiki_types', 'shared_data_dir', 'load_dataset', 'make_demo']
 
 # %% ../nbs/01_data.ipynb #4b51e648
 def _read_text(path: Path) -> str:
@@ -394,6 +394,35 @@ def load_stark_qa(root, name: str, split: str = "test", human: bool = False) -> 
     return Dataset(f"stark-{name}", qs, [], source=str(f), notes=["SKB graph not available offline: corpus is empty, gold_pids are SKB node ids"])
 
 # %% ../nbs/01_data.ipynb #909c9c52
+_CMP_WORDS = r"first|earlier|later|last|older|younger|oldest|youngest|more|longer|same|both|earliest|latest"
+_BRIDGE_WORDS = (r"director|directors|performer|performers|composer|composers|producer|producers|creator|creators|author|authors|"
+                 r"writer|writers|founder|founders|father|mother|husband|wife|spouse")
+_KIN_WORDS = (r"grand(?:father|mother|son|daughter|child|parent)|(?:father|mother|son|daughter|sister|brother|sibling)-in-law|uncle|"
+              r"aunt|stepfather|stepmother|step-father|step-mother|nephew|niece|cousin|paternal|maternal")
+WIKI2_TYPES = ("compositional", "comparison", "inference", "bridge_comparison")
+
+def infer_2wiki_type(question: str) -> str:
+    """The 2WikiMultiHopQA type of a question (one of `WIKI2_TYPES`) read off its template by the rule above
+    (comparison and bridge comparison, then inference, else compositional). `ValueError` for an empty question."""
+    t = " ".join(str(question).strip().lower().split())
+    if not t: raise ValueError("infer_2wiki_type: empty question")
+    if re.search(rf"\b(?:{_CMP_WORDS})\b", t) and re.search(r" or |\bout of\b|\bboth\b|\bsame\b", t):
+        frame = t[:t.rindex(",")] if "," in t and " or " in t[t.rindex(","):] else t     # the words before "A or B"
+        return "bridge_comparison" if re.search(rf"\b(?:{_BRIDGE_WORDS})\b", frame) else "comparison"
+    if re.match(r"who (?:is|was|are|were)\b", t) and (re.search(rf"\b(?:{_KIN_WORDS})\b", t) or re.match(
+            r"who (?:is|was) (?:the (?:father|mother|husband|wife|spouse|child|son|daughter) of (?!the )|.+'s? (?:father|mother|husband|wife|spouse)\?$)", t)):
+        return "inference"
+    return "compositional"
+
+def with_2wiki_types(ds: Dataset) -> Dataset:
+    "`ds` with `qtype` set by `infer_2wiki_type` for each question that has none (in place; returns `ds`); the rule is noted in `ds.notes`."
+    n = 0
+    for q in ds.questions:
+        if not q.qtype: q.qtype, n = infer_2wiki_type(q.question), n + 1
+    if n: ds.notes = [*(ds.notes or []), f"qtype of {n} questions inferred from the 2Wiki templates (infer_2wiki_type)"]
+    return ds
+
+# %% ../nbs/01_data.ipynb #b82ec108
 DEMO_FILE = Path(importlib.util.find_spec("megrag_kit").origin).parent / "data" / "demo_2wiki.jsonl.gz"  # shipped with the package
 
 def shared_data_dir() -> Path:
@@ -407,7 +436,7 @@ def shared_data_dir() -> Path:
 
 DATASETS = {
     "2wikimultihopqa": dict(
-        load=lambda d: load_hipporag(d / "multihop/2wikimultihopqa/gfmrag/test.json.gz", d / "multihop/2wikimultihopqa_corpus.json.gz", "2wikimultihopqa"),
+        load=lambda d: with_2wiki_types(load_hipporag(d / "multihop/2wikimultihopqa/gfmrag/test.json.gz", d / "multihop/2wikimultihopqa_corpus.json.gz", "2wikimultihopqa")),
         license="2WikiMultiHopQA Apache-2.0; passages Wikipedia CC BY-SA",
         about="HippoRAG 2's 1,000 2Wiki dev questions (GFM-RAG copy: answers + gold titles) over its 6,119-passage corpus"),
     "musique": dict(

@@ -51,7 +51,8 @@ class SentenceView:
                 sents = json.loads(self.path.read_text())
                 if len(sents) != len(self.texts): raise IndexMismatchError(f"{self.path} holds sentences of {len(sents)} passages, wanted {len(self.texts)}")
             else:
-                sents = [split_sentences(t) for t in tqdm(self.texts, desc="split sentences", disable=not self.show_progress)]
+                with cost_phase("indexing"):                  # offline work: not part of a question's latency
+                    sents = [split_sentences(t) for t in tqdm(self.texts, desc="split sentences", disable=not self.show_progress)]
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
                 tmp.write_text(json.dumps(sents)); os.replace(tmp, self.path)
@@ -100,7 +101,7 @@ class ExtractedView:
         "Read the file (and, when `eager`, extract every passage not in it yet); returns `self`."
         if self._items is not None: return self
         self._items, self._pos = {}, 0
-        self._read_new()
+        with cost_phase("indexing"): self._read_new()
         if self.mode == "eager": self.extract(range(len(self.texts)))
         return self
 
@@ -307,7 +308,10 @@ class EvidenceStore:
 
     def search(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
         "Dense top-`k` passages per query: `[[(pid, cosine), ...] per query]`, best first (with windows, a passage's best window's cosine). `ValueError` for `k < 1`, before any model is touched."
-        return self.dense.search(queries, _check_k(k))
+        k = _check_k(k)
+        if self.dense._index is None:
+            with cost_phase("indexing"): self.dense.build()       # offline work: not part of a question's latency
+        return self.dense.search(queries, k)
 
     def search_bm25(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
         "BM25 top-`k` passages per query: `[[(pid, score), ...] per query]`, best first, positive scores only (`[]` for a query with no known word). `ValueError` for `k < 1`."
@@ -357,8 +361,9 @@ class EvidenceStore:
     def extract_triples(self, pids) -> dict:
         """Run OpenIE on the passages among `pids` that have no triples yet; append each result to disk.
 
-        Returns counts `{done, failed, prompt_tokens, completion_tokens, cache_hits}` for this call."""
-        return self.triple_view.extract(pids)
+        Returns counts `{done, failed, prompt_tokens, completion_tokens, cache_hits}` for this call (timed as the
+        `indexing` phase of any open `CostMeter`)."""
+        with cost_phase("indexing"): return self.triple_view.extract(pids)
 
     def triples(self, pid: int) -> list[tuple[str, tuple[str, str, str]]]:
         "The passage's triples as `[(triple_id, (s, r, o))]` in extraction order (extracted now if not done yet)."

@@ -20,8 +20,8 @@ from .method import Answer, ConfigError, Method, ReaderOptions, param, register
 __all__ = ['COMPOSITIONS', 'VARIANTS', 'SUFFICIENCY_SCHEMA', 'TEXT_PATTERN', 'NODE_SCHEMA', 'NODE_SCHEMA_NO_RELATION',
            'SUFFICIENCY_SYSTEM', 'SUFFICIENCY_EXAMPLES', 'NODE_SYSTEM', 'NODE_EXAMPLES', 'MEGRAGConfig', 'Candidates',
            'collect_candidates', 'Node', 'EvidenceGraph', 'evidence_lines', 'graph_summary', 'node_schema',
-           'sufficiency_prompt', 'node_prompt', 'node_errors', 'coerce_node', 'resolver_context', 'relation_bank',
-           'shuffled_relation', 'MEGRAG', 'megrag_summary']
+           'sufficiency_prompt', 'node_prompt', 'node_errors', 'coerce_node', 'forced_continue', 'resolver_context',
+           'relation_bank', 'shuffled_relation', 'MEGRAG', 'question_composition', 'megrag_summary']
 
 # %% ../nbs/10_megrag.ipynb #929b6c87
 COMPOSITIONS = {"T": ("triples",), "T+S": ("triples", "sentences"), "T+S+P": ("triples", "sentences", "passages"),
@@ -236,18 +236,19 @@ TEXT_PATTERN = r'''[A-Za-z0-9'(À-ɏ][^"\\\n]{0,%d}'''   # first character: a le
 
 def _text(n: int) -> dict: return {"type": "string", "pattern": TEXT_PATTERN % (n - 1)}
 
-def node_schema(with_relation: bool = True, options: list[str] | None = None) -> dict:
+def node_schema(with_relation: bool = True, options: list[str] | None = None, allow_stop: bool = True) -> dict:
     """JSON schema of a node output whose two branches are the validity rules (stop | continue).
 
     Strings are capped (answers 80 characters, paths 200, missing 120, queries 160, relations 100);
-    `options`: the stop answer is one of them (see `answer_options`)."""
+    `options`: the stop answer is one of them (see `answer_options`); `allow_stop=False` keeps the continue branch
+    only (the fixed-depth comparator before step `B`)."""
     keys = ["intermediate_answer", "resolved_path", "stop", "answer", "missing", "next_query"] + (["relation"] if with_relation else [])
     head = {"intermediate_answer": _text(80), "resolved_path": _text(200)}
     stop = {**head, "stop": {"const": True}, "answer": {"enum": list(options)} if options else _text(80),
             "missing": {"const": "none"}, "next_query": {"const": ""}, "relation": {"const": ""}}
     cont = {**head, "stop": {"const": False}, "answer": {"const": ""}, "missing": _text(120), "next_query": _text(160), "relation": _text(100)}
     branch = lambda props: {"type": "object", "properties": {k: props[k] for k in keys}, "required": keys}
-    return {"oneOf": [branch(stop), branch(cont)]}
+    return {"oneOf": [branch(stop), branch(cont)] if allow_stop else [branch(cont)]}
 
 NODE_SCHEMA, NODE_SCHEMA_NO_RELATION = node_schema(True), node_schema(False)
 
@@ -327,6 +328,16 @@ def coerce_node(o: dict, q: str, x: str, with_relation: bool = True) -> dict:
     return {**base, "stop": False, "answer": "", "missing": missing, "next_query": nq,
             "relation": (s("relation") or "continues toward the Initial Query") if with_relation else ""}
 
+
+
+def forced_continue(o: dict, q: str) -> dict:
+    """A node output that must continue (the fixed-depth comparator before step `B`) but still stopped after its re-ask:
+    `stop` false, `missing` the output's own (or "what follows from b_i" / "the answer to: q_i"), and `next_query` the
+    output's own or that `missing`, so the next step searches for what is missing, never the Initial Query again."""
+    b, m = str(o.get("intermediate_answer") or "").strip(), str(o.get("missing") or "").strip()
+    if not m or m.lower() == "none": m = f"what follows from {b}" if b else f"the answer to: {q}"
+    return {**o, "stop": False, "answer": "", "missing": m, "next_query": str(o.get("next_query") or "").strip() or m}
+
 # %% ../nbs/10_megrag.ipynb #3ecc770d
 def resolver_context(graph: EvidenceGraph) -> list[str]:
     """The final resolver's context when the budget runs out with `s_B = 0` (MEGRAG paper, §Methodology, "Graph update
@@ -365,7 +376,8 @@ class MEGRAG(Method):
     Built from `MEGRAGConfig` and `Resources`: the resources' LLM is the policy `pi` (Eq. 6) and answers the final
     resolver through the shared reader; the evidence store gives `C_i` (Eq. 5). `answer(questions)` runs the loop in
     lock-step batches and returns one `Answer` per question: the stop's answer span (or the resolver's answer), the
-    passage ids of the selected evidence then of the retrieved candidates, the evidence graph as the trace, its cost,
+    passage ids it retrieved (each step's dense top `N_P` in step order, repeats dropped: the ranked list of Recall@K; the
+    selected evidence's share of gold passages is `evidence_recall`), the evidence graph as the trace, its cost,
     and the per-question fields `megrag_summary` reads."""
     name = "megrag"
     Config = MEGRAGConfig
@@ -433,6 +445,10 @@ class MEGRAG(Method):
             undecided = [(n, c) for n, c in undecided if not n.composition]
         for n, c in undecided: n.composition, n.evidence = "T+S+P", c.of("T+S+P")
 
+    def may_stop(self, step: int) -> bool:
+        "Whether the node of `step` may stop: always with answer-aware stopping; with `fixed_depth` only at step `B`."
+        return self.config.stopping == "answer_aware" or step >= self.config.budget
+
     def history(self, qid: str, g: EvidenceGraph) -> str:
         "`H_i` for question `qid` from its graph so far, as this configuration shows it."
         rel = None
@@ -444,13 +460,16 @@ class MEGRAG(Method):
     def decide(self, qs: list[Question], nodes: list[Node], graphs: list[EvidenceGraph]):
         "The node call for each node, re-asked once when invalid, then coerced; fills the node's output fields."
         xs = [q.question for q in qs]
-        schemas = [node_schema(self.with_relation, answer_options(x) if self.config.reader_constrain_options else None) for x in xs]
+        schemas = [node_schema(self.with_relation, answer_options(x) if self.config.reader_constrain_options else None, self.may_stop(n.step))
+                   for x, n in zip(xs, nodes)]
         prompts = [node_prompt(x, n.query, self.history(q.qid, g), evidence_lines(n.evidence), self.with_relation)
                    for x, q, n, g in zip(xs, qs, nodes, graphs)]
         gens = self._ask(nodes, prompts, schemas, max_new_tokens=self.config.node_max_new_tokens, validate=self._validate)
         outs, retry = [], []
         for i, (n, g, sc) in enumerate(zip(nodes, gens, schemas)):
             o, errs = self.node_output(g.text, sc)
+            if o.get("stop") is True and not self.may_stop(n.step):
+                errs = [f"stop must be false before step {self.config.budget} (fixed depth): give missing, next_query and relation"]
             outs.append(o)
             if errs: n.parsed_ok = False; retry.append((i, errs, g.text))
         if retry:
@@ -463,7 +482,10 @@ class MEGRAG(Method):
                 nodes[i].repaired = True
                 o, errs = self.node_output(g.text, schemas[i])
                 if o and not errs: outs[i] = o
-                else: outs[i] = coerce_node(o or outs[i], nodes[i].query, xs[i], self.with_relation); nodes[i].coerced = True
+                else:
+                    o = o or outs[i]
+                    if not self.may_stop(nodes[i].step): o = forced_continue(o, nodes[i].query)   # fixed depth: a server ignored the schema
+                    outs[i] = coerce_node(o, nodes[i].query, xs[i], self.with_relation); nodes[i].coerced = True
         for n, o in zip(nodes, outs):
             for k in ("intermediate_answer", "resolved_path", "answer", "missing", "next_query", "relation"):
                 setattr(n, k, str(o.get(k) or "").strip())
@@ -485,10 +507,6 @@ class MEGRAG(Method):
             self.decide([questions[i] for i in active], nodes, [graphs[i] for i in active])
             still = []
             for i, n in zip(active, nodes):
-                if cfg.stopping == "fixed_depth" and step < cfg.budget and n.stop:
-                    n.stop, n.next_query = False, n.next_query or questions[i].question   # no answer-aware stop
-                    n.relation = n.relation or ("fixed depth: search again for the Initial Query" if self.with_relation else "")
-                    n.missing = n.missing if n.missing.lower() not in ("", "none") else "fixed-depth: continue to B steps"
                 graphs[i].add(n)
                 if not n.stop and step < cfg.budget: graphs[i].link(n); queries[i] = n.next_query; still.append(i)
             active = still
@@ -505,37 +523,56 @@ class MEGRAG(Method):
     def _answer(self, q: Question, g: EvidenceGraph) -> Answer:
         pred = g.resolver["answer"] if g.budget_exhausted else extract_answer(g.nodes[-1].answer, q.question)
         selected = list(dict.fromkeys(unit_pid(u) for n in g.nodes for u in n.unit_ids()))
-        retrieved = list(dict.fromkeys(selected + [p for n in g.nodes for p in n.retrieved]))
+        retrieved = list(dict.fromkeys(p for n in g.nodes for p in n.retrieved))   # what it retrieved: step 1's dense list, then step 2's new ones...
         cost = sum((n.cost() for n in g.nodes), Cost())
         if g.resolver: cost = cost + Cost(**{f.name: g.resolver[f.name] for f in dc_fields(Cost)})
         return Answer(pred, retrieved, g.to_dict(), cost, dict(
             selected_pids=selected, steps=len(g.nodes), budget_exhausted=g.budget_exhausted,
-            compositions=[n.composition for n in g.nodes], repairs=sum(n.repaired for n in g.nodes),
+            compositions=[n.composition for n in g.nodes], composition=question_composition([n.composition for n in g.nodes]), repairs=sum(n.repaired for n in g.nodes),
             coerced=sum(n.coerced for n in g.nodes), parsed_ok_steps=sum(n.parsed_ok for n in g.nodes),
             evidence_recall=(len(set(selected) & set(q.gold_pids)) / len(q.gold_pids)) if q.gold_pids else None))
 
 # %% ../nbs/10_megrag.ipynb #80e70245
+_RICHNESS = ("T", "T+S", "T+S+P")
+
+def question_composition(compositions: list[str]) -> str:
+    """The evidence composition of one question from its steps' compositions (MEGRAG paper, Figure 4): the richest
+    of `T` < `T+S` < `T+S+P` any step used; a trace of one fixed granularity (`S` or `P` only) gives that one.
+    `ValueError` for an empty list or a name outside `COMPOSITIONS`; a trace mixing a fixed granularity with the
+    cascade's is reported as `mixed`."""
+    if not compositions: raise ValueError("question_composition: a trace has at least one step")
+    bad = [c for c in compositions if c not in COMPOSITIONS]
+    if bad: raise ValueError(f"question_composition: unknown composition {bad[0]!r}; one of {list(COMPOSITIONS)}")
+    kinds = set(compositions)
+    if kinds <= set(_RICHNESS): return max(kinds, key=_RICHNESS.index)
+    return kinds.pop() if len(kinds) == 1 else "mixed"
+
+def _shares(values) -> dict:
+    "`{value: % of the items}` (rounded to 0.1), values sorted."
+    c = Counter(values); t = sum(c.values())
+    return {k: round(100 * v / t, 1) for k, v in sorted(c.items())} if t else {}
+
 def megrag_summary(rows: list[dict]) -> dict:
     """MEGRAG's summary fields over prediction rows: `mean_steps`, `stop_step` (questions per stop step, budget-exhausted
-    ones excluded), `budget_exhausted` (%), `composition` (% of nodes per composition) and `composition_by` question
-    type and hop count, `repairs`, `coerced`, `parsed_without_repair` (% of steps) and `evidence_recall` (%: mean share
-    of gold passages the selected evidence draws on). `{}` when no row is a MEGRAG row."""
+    ones excluded), `budget_exhausted` (%), `composition` (% of questions per `question_composition`, as the paper's
+    Figure 4), `node_composition` (% of nodes), `composition_by` question type and hop count (% of questions),
+    `repairs`, `coerced`, `parsed_without_repair` (% of steps) and `evidence_recall` (%: mean share of gold passages
+    the selected evidence draws on). `{}` when no row is a MEGRAG row."""
     rows = [r for r in rows if "steps" in r]
     if not rows: return {}
     n_steps = sum(r["steps"] for r in rows)
-    def comp_share(rs):
-        c = Counter(x for r in rs for x in r["compositions"]); t = sum(c.values())
-        return {k: round(100 * v / t, 1) for k, v in sorted(c.items())}
+    qcomp = lambda r: r.get("composition") or question_composition(r["compositions"])   # rows written before the field existed
     by = {}
     for key in ("qtype", "hops"):
         groups = {}
         for r in rows: groups.setdefault(str(r.get("qtype") if key == "qtype" else len(r.get("gold_pids", []))), []).append(r)
-        if len(groups) > 1 or key == "hops": by[key] = {k: comp_share(v) for k, v in sorted(groups.items())}
+        if len(groups) > 1 or key == "hops": by[key] = {k: _shares(qcomp(r) for r in v) for k, v in sorted(groups.items())}
     rec = [r["evidence_recall"] for r in rows if r.get("evidence_recall") is not None]
     return dict(mean_steps=round(n_steps / len(rows), 3),
                 stop_step={str(k): v for k, v in sorted(Counter(r["steps"] for r in rows if not r["budget_exhausted"]).items())},
                 budget_exhausted=round(100 * sum(r["budget_exhausted"] for r in rows) / len(rows), 1),
-                composition=comp_share(rows), composition_by=by,
+                composition=_shares(qcomp(r) for r in rows), node_composition=_shares(x for r in rows for x in r["compositions"]),
+                composition_by=by,
                 repairs=sum(r["repairs"] for r in rows), coerced=sum(r["coerced"] for r in rows),
                 parsed_without_repair=round(100 * sum(r["parsed_ok_steps"] for r in rows) / n_steps, 1),
                 evidence_recall=round(100 * sum(rec) / len(rec), 2) if rec else None)

@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 from .core import Dataset, Question
-from .models import ChatModel, Cost, Embedder, check_llm_options, load_llm, load_embedder
+from .models import ChatModel, Cost, Embedder, check_llm_options, cost_phase, load_llm, load_embedder
 from .index import EvidenceStore
 from .reader import Reader
 
@@ -150,12 +150,12 @@ class Resources:
     def llm(self) -> ChatModel:
         if self.llm_spec is None: raise ValueError("this run has no LLM (llm=None) but a method asked for one")
         width = {"concurrency": self.batch_size} if self.llm_spec.startswith("openai:") else {"batch_size": self.batch_size}
-        return load_llm(self.llm_spec, self.device, cache=self.cache, **width, **self.llm_options)
+        with cost_phase("setup"): return load_llm(self.llm_spec, self.device, cache=self.cache, **width, **self.llm_options)
 
     @cached_property
     def embedder(self) -> Embedder:
         if self.embedder_spec is None: raise ValueError("this run has no embedder (embedder=None) but a method asked for one")
-        return load_embedder(self.embedder_spec, self.device)
+        with cost_phase("setup"): return load_embedder(self.embedder_spec, self.device)
 
     @cached_property
     def store(self) -> EvidenceStore:

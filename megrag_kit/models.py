@@ -84,16 +84,28 @@ _PHASE: contextvars.ContextVar = contextvars.ContextVar("megrag_kit_phase", defa
 
 @contextlib.contextmanager
 def cost_phase(name: str):
-    "Book the LLM calls made inside this block to phase `name` (the default phase is `answering`; the evidence store uses `indexing`)."
-    token = _PHASE.set(name)
+    """Book the LLM calls made inside this block to phase `name` (the default phase is `answering`; the evidence store
+    uses `indexing`, model loading `setup`), and its wall seconds to `phase_s[name]` of every open `CostMeter` (a block
+    nested in a block of the same phase adds no time of its own)."""
+    outer = _PHASE.get()
+    token, t0 = _PHASE.set(name), time.perf_counter()
     try: yield
-    finally: _PHASE.reset(token)
+    finally:
+        _PHASE.reset(token)
+        if outer != name:
+            dt = time.perf_counter() - t0
+            for m in _METERS.get(): m.phase_s[name] = m.phase_s.get(name, 0.0) + dt
 
 class CostMeter:
     """`with CostMeter() as m:` sees every `ChatModel.generate` call made inside the block (any model, nested
     meters included): `m.phases` maps a phase name (`answering`, `indexing`) to its `Cost` (tallied when read, so an
-    output a caller marks `unparsed` after the call counts as such), `m.wall_s` is the block's wall-clock seconds."""
-    def __init__(self): self._gens: dict[str, list] = {}; self.wall_s = 0.0
+    output a caller marks `unparsed` after the call counts as such), `m.wall_s` is the block's wall-clock seconds,
+    `m.phase_s` the wall seconds spent inside `cost_phase` blocks per phase, and `m.fresh_seconds(phase)` the model
+    seconds of the calls of a phase that were really made (cache hits excluded)."""
+    def __init__(self): self._gens: dict[str, list] = {}; self.wall_s = 0.0; self.phase_s: dict[str, float] = {}
+    def fresh_seconds(self, phase: str = "answering") -> float:
+        "Model seconds of the calls of `phase` made in this block (a cache hit costs ~0 s now, whatever its first latency)."
+        return sum(g.latency_s for g in self._gens.get(phase, []) if not g.cached)
     def record(self, gens):
         "Keep the `Generation`s of one call under the current phase (costs are tallied when read, so flags set later count)."
         self._gens.setdefault(_PHASE.get(), []).extend(gens)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/90_runner.ipynb #2b46ea7e
 from __future__ import annotations
-import json, platform, subprocess, textwrap, warnings
+import importlib, json, platform, subprocess, textwrap, warnings
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -112,6 +112,8 @@ def _answer(method: Method, batch: list[Question]):
     if len(answers) != len(batch): raise RuntimeError(f"{method.name} returned {len(answers)} answers for {len(batch)} questions")
     return answers, meter
 
+_WARM_IMPORTS = ("jsonschema", "json_repair")   # imported lazily on the answering path; jsonschema alone takes seconds
+
 def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_size: int = 8, seed: int = 0,
         show_progress: bool = True, manifest: dict | None = None) -> dict:
     """Answer the first `limit` questions of `dataset` with `method` (all when `None`), resumably; returns the summary dict.
@@ -146,6 +148,9 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     retry = sum(1 for q in todo if q.qid in prior)
     if show_progress and len(todo) < len(qs):
         print(f"resuming {out}: {len(qs) - len(todo)} of {len(qs)} questions already answered" + (f", {retry} failed ones retried" if retry else ""), flush=True)
+    for mod in _WARM_IMPORTS:      # a one-time import inside the first batch is process start-up, not a question's latency
+        try: importlib.import_module(mod)
+        except ImportError: pass
     bar = tqdm(total=len(qs), initial=len(qs) - len(todo), desc=method.run_name(), disable=not show_progress, unit="q")
     base = lambda q: dict(id=q.qid, question=q.question, gold_answers=q.answers, gold_pids=q.gold_pids, qtype=q.qtype)
     n_failed = 0
@@ -168,10 +173,13 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
                 if attributed.llm_calls != meter["answering"].llm_calls:
                     warnings.warn(f"{method.name}: {meter['answering'].llm_calls} answering calls in a batch, {attributed.llm_calls} attributed to questions")
                 idx = meter["indexing"]
+                # online seconds that are not model time: the batch's wall time less offline phases (indexing, model
+                # loading) and less the model calls made now; each question adds its own model seconds (first-call latency)
+                other = max(0.0, meter.wall_s - sum(v for k, v in meter.phase_s.items() if k != "answering") - meter.fresh_seconds("answering"))
                 share = {k: None if v is None else round(v / len(qb), 4) for k, v in dict(llm_calls=idx.llm_calls, tokens=idx.tokens, llm_seconds=idx.llm_seconds).items()}
                 for q, a in zip(qb, answers):
                     log.write(dict(**base(q), prediction=a.prediction, retrieved=list(a.retrieved), **a.fields, **a.cost.row(),
-                                   latency_s=round(meter.wall_s / len(qb), 4), indexing=share, **score(q, a.prediction, a.retrieved), trace=a.trace))
+                                   latency_s=round(a.cost.llm_seconds + other / len(qb), 4), indexing=share, **score(q, a.prediction, a.retrieved), trace=a.trace))
             bar.update(len(batch))
     bar.close()
     mf["models"] = {**(mf.get("models") or {}), **res.loaded()}

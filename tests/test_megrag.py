@@ -186,13 +186,37 @@ def test_shuffled_relation_does_not_depend_on_batch_size_or_resume(demo, vectors
     assert step2_prompts(2, first=1) == one and step2_prompts(4) == one     # the same shuffled relations whatever the batching
 
 
-def test_fixed_depth_never_stops_early(demo, vectors):
-    p = Policy([stop("Cork"), stop("Cork"), stop("Cork")], resolver="Cork")
-    (r,) = make(demo, vectors, p, variant="fixed_depth", budget=3).answer(demo.questions[:1])
+def test_fixed_depth_runs_b_steps_without_re_querying_the_question(demo, vectors):
+    "Before step B the node schema has no stop branch; the policy's own next queries are searched (never x again)."
+    p = Policy([cont("James Charles Mathew", "Who is James Charles Mathew?"), cont("Cork", "Where is Cork?"), stop("Cork")], resolver="Cork")
+    m = make(demo, vectors, p, variant="fixed_depth", budget=3)
+    (r,) = m.answer(demo.questions[:1])
     g = EvidenceGraph.from_dict(r.trace)
-    assert r.fields["steps"] == 3 and r.prediction == "Cork"          # the stops of steps 1-2 were overridden
-    assert g.edges == [[1, "fixed depth: search again for the Initial Query", 2], [2, "fixed depth: search again for the Initial Query", 3], [3, "STOP"]]
-    assert [n.stop for n in g.nodes] == [False, False, True] and g.nodes[1].query == demo.questions[0].question
+    assert r.fields["steps"] == 3 and r.prediction == "Cork" and not g.budget_exhausted
+    assert [n.query for n in g.nodes] == [demo.questions[0].question, "Who is James Charles Mathew?", "Where is Cork?"]
+    assert [m.may_stop(s) for s in (1, 2, 3)] == [False, False, True]
+    assert all(node_errors(asdict(n)) == [] for n in g.nodes) and not any(n.coerced for n in g.nodes)
+
+
+def test_fixed_depth_a_stop_before_b_is_re_asked_then_continued(demo, vectors):
+    "A server that ignores the schema and stops at step 1: re-asked with the rule, then continued on what is missing."
+    p = Policy([stop("Cork"), stop("Cork"), stop("Cork")], resolver="Cork")
+    (r,) = make(demo, vectors, p, variant="fixed_depth", budget=2).answer(demo.questions[:1])
+    g = EvidenceGraph.from_dict(r.trace)
+    v1 = g.nodes[0]
+    assert r.fields["steps"] == 2 and v1.repaired and v1.coerced and not v1.stop
+    assert v1.next_query == "what follows from Cork" and g.nodes[1].query == "what follows from Cork"
+    assert any("stop must be false before step 2" in m[-1]["content"] for m in p.seen)
+
+
+def test_retrieved_is_the_dense_candidates_in_step_order(demo, vectors):
+    "Recall@K ranks what MEGRAG retrieved (step 1's N_P, then step 2's new ones), not the selected evidence first."
+    p = Policy([cont("James Charles Mathew", "Who is James Charles Mathew?"), stop("Cork")], sufficient=True)
+    (r,) = make(demo, vectors, p, n_p=4).answer(demo.questions[:1])
+    g = EvidenceGraph.from_dict(r.trace)
+    expect = list(dict.fromkeys(g.nodes[0].retrieved + g.nodes[1].retrieved))
+    assert len(g.nodes[0].retrieved) == 4 and r.retrieved == expect
+    assert r.fields["selected_pids"] and set(r.fields["selected_pids"]) <= set(expect)
 
 
 def test_candidates_follow_rank_then_stored_order(demo, vectors):

@@ -1,0 +1,179 @@
+"""`megrag-kit reproduce`: the experiment notebooks under papermill with tiny parameters and scripted models (their
+figures exist, are valid images and hold the expected series), parameter typos, the counts the figures show on
+hand-made traces, the latency and manifest fixes, and the 2Wiki question type."""
+import gzip, json, os, sys, time, xml.etree.ElementTree as ET
+from pathlib import Path
+import pytest
+from typer.testing import CliRunner
+from megrag_kit.cli import app
+from megrag_kit.core import Dataset, Question
+from megrag_kit.data import infer_2wiki_type, shared_data_dir, load_dataset
+from megrag_kit.megrag import megrag_summary, question_composition
+from megrag_kit.method import Resources, build_method
+from megrag_kit.models import LLMCache
+from megrag_kit.reproduce import EXPERIMENTS, ExperimentError, reproduce, savings, termination_counts
+from megrag_kit.runner import read_predictions, run
+from conftest import ScriptedLLM
+from fakes import HashEmbedder
+
+TESTS = Path(__file__).parent
+FAKE = dict(llm="py:fakes:ScriptedPolicy", embedder="py:fakes:HashEmbedder", limit=3, device="cpu", megrag={"budget": 2}, budgets=[1, 2])
+
+
+@pytest.fixture(scope="module")
+def fake_env():
+    "The papermill kernels import `fakes` from tests/ (the kernel inherits PYTHONPATH)."
+    old = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS), old) if p)
+    yield
+    os.environ["PYTHONPATH"] = old
+
+
+@pytest.fixture(scope="module")
+def done(fake_env, tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce")
+    return out, reproduce("demo", params=FAKE, out=out, progress=False)
+
+
+def _svg_text(p: Path) -> str:
+    root = ET.parse(p).getroot()                     # a valid SVG document (text kept as text)
+    return " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
+
+
+def test_every_notebook_ran_and_wrote_its_outputs(done):
+    out, d = done
+    assert set(d) == set(EXPERIMENTS)
+    for n, r in d.items():
+        nb = json.loads(Path(r["notebook"]).read_text())
+        assert Path(r["notebook"]).parent == out / "notebooks" and nb["cells"][1]["metadata"]["tags"][:1] == ["parameters"]
+        assert r["outputs"] and all(Path(f).exists() and Path(f).stat().st_size > 0 for f in r["outputs"])
+        rec = json.loads((out / "results" / f"{n}.json").read_text())
+        for k in ("params", "models", "seed", "versions", "hardware", "wall_s", "runs"): assert k in rec, (n, k)
+        assert rec["versions"]["git_commit"] and rec["runs"]
+    assert {Path(f).name for f in d["megrag_tables"]["outputs"]} == {f"megrag_{t}.{e}" for t in ("table1", "table2", "table3", "budget") for e in ("md", "csv")}
+
+
+def test_figures_are_images_with_the_expected_series(done):
+    from PIL import Image
+    out, d = done
+    figs = sorted({Path(f).stem for f in d["megrag_figures"]["outputs"] + d["evireform_tables"]["outputs"] if f.endswith(".png")})
+    assert figs == ["evireform_paired", "megrag_budget", "megrag_fig3_termination", "megrag_fig4_composition", "megrag_fig5_depth", "megrag_fig6_latency"]
+    for f in figs:
+        with Image.open(out / "figures" / f"{f}.png") as im: im.verify(); assert im.format == "PNG"
+        with Image.open(out / "figures" / f"{f}.png") as im: assert im.size[0] > 300 and im.size[1] > 200
+    series = {"megrag_fig3_termination": ["ours", "paper", "n = 3 questions"], "megrag_fig4_composition": ["T+S+P", "T+S", "n = 3 questions"],
+              "megrag_fig5_depth": ["F1 (ours)", "mean steps (ours)"], "megrag_fig6_latency": ["direct", "native_rag", "megrag", "megrag (paper)"],
+              "megrag_budget": ["ours", "paper (MuSiQue)", "budget exhausted (%)"], "evireform_paired": ["ours: full minus control"]}
+    for f, want in series.items():
+        text = _svg_text(out / "figures" / f"{f}.svg")
+        assert all(w in text for w in want), (f, want, text[:300])
+
+
+def test_figure_numbers_come_from_the_runs(done):
+    "Figure 3's termination counts and savings are those of the run folders it names."
+    import pandas as pd
+    out, _ = done
+    rec = json.loads((out / "results" / "megrag_figures.json").read_text())
+    folder = {r["run_name"]: Path(r["folder"]) for r in rec["runs"]}
+    rows = read_predictions(folder["megrag-full"] / "predictions.jsonl")[:3]
+    fixed = read_predictions(folder["megrag-fixed_depth"] / "predictions.jsonl")[:3]
+    assert all(r["steps"] == 2 for r in fixed)                      # B = 2 steps for every question
+    data = pd.read_csv(out / "figures" / "megrag_fig3_termination.csv", dtype={"termination step": str})
+    left = data[data.panel == "left"]
+    assert dict(zip(left["termination step"].astype(str), left["questions"].astype(int))) == termination_counts(rows)
+    ours = data[(data.panel == "right") & (data.source == "ours")].set_index("measure")["value"].to_dict()
+    s = savings(rows, fixed)
+    assert ours == pytest.approx({k: s[k] for k in ("calls saved %", "tokens saved %", "delta F1")})
+
+
+def test_a_second_reproduction_reuses_the_runs(done, fake_env):
+    out, _ = done
+    before = {p: p.read_text() for p in (out / "runs").glob("*/predictions.jsonl")}
+    reproduce("demo", only=["megrag_tables"], params=FAKE, out=out, progress=False)
+    after = {p: p.read_text() for p in (out / "runs").glob("*/predictions.jsonl")}
+    assert after == before                                          # nothing answered again
+
+
+def test_parameter_typos_fail_naming_the_valid_names(fake_env, tmp_path):
+    with pytest.raises(ValueError, match="megrag_tables: unknown parameter limt; valid: dataset, table2_dataset, table_datasets, limit"):
+        reproduce("demo", only=["megrag_tables"], params={"limt": 2}, out=tmp_path)
+    with pytest.raises(ExperimentError, match="megrag_tables failed: ConfigError: megrag: unknown parameter budgte; valid: reader_max_passages"):
+        reproduce("demo", only=["megrag_tables"], params={**FAKE, "megrag": {"budgte": 2}}, out=tmp_path, progress=False)
+    r = CliRunner().invoke(app, ["reproduce", "--only", "megrag_figures", "--param", "latency_methods=[\"megrg\"]", "--limit", "1",
+                                 "--llm", "py:fakes:ScriptedPolicy", "--embedder", "py:fakes:HashEmbedder", "--out", str(tmp_path)])
+    assert r.exit_code == 1 and "unknown method 'megrg'" in r.output, r.output
+    r = CliRunner().invoke(app, ["reproduce", "--only", "megrag_tabels"])
+    assert r.exit_code == 2 and "unknown experiment 'megrag_tabels'" in r.output
+
+
+def test_termination_and_composition_counts_on_hand_made_traces():
+    rows = [dict(id=str(i), steps=len(c), compositions=c, budget_exhausted=e, repairs=0, coerced=0, parsed_ok_steps=len(c), qtype=t,
+                 gold_pids=g, llm_calls=calls, tokens=10 * calls, f1=f)
+            for i, (c, e, t, g, calls, f) in enumerate([(["T"], False, "comparison", [1, 2], 2, 1.0),
+                                                        (["T", "T+S"], False, "compositional", [1, 2], 5, 0.5),
+                                                        (["T+S+P", "T"], False, "compositional", [1, 2, 3], 4, 0.0),
+                                                        (["T", "T+S", "T"], True, "inference", [1, 2], 7, 0.0),
+                                                        (["T"], False, "inference", [1, 2, 3, 4], 2, 1.0)])]
+    assert termination_counts(rows) == {"1": 2, "2": 2, "exhausted": 1}
+    s = megrag_summary(rows)
+    assert s["composition"] == {"T": 40.0, "T+S": 40.0, "T+S+P": 20.0}                  # per question (Figure 4)
+    assert s["node_composition"] == {"T": 66.7, "T+S": 22.2, "T+S+P": 11.1}                 # per node: 6, 2 and 1 of 9
+    assert s["composition_by"]["qtype"] == {"comparison": {"T": 100.0}, "compositional": {"T+S": 50.0, "T+S+P": 50.0},
+                                            "inference": {"T": 50.0, "T+S": 50.0}}
+    assert s["composition_by"]["hops"] == {"2": {"T": 33.3, "T+S": 66.7}, "3": {"T+S+P": 100.0}, "4": {"T": 100.0}}
+    assert s["stop_step"] == {"1": 2, "2": 2} and s["budget_exhausted"] == 20.0 and s["mean_steps"] == 1.8
+    fixed = [dict(r, llm_calls=8, tokens=80, f1=0.5) for r in rows]
+    assert savings(rows, fixed) == {"calls saved %": 50.0, "tokens saved %": 50.0, "delta F1": 0.0, "n": 5}
+    assert question_composition(["T", "T+S", "T"]) == "T+S"
+
+
+def _slow_openie(latency):
+    "A scripted model whose OpenIE calls really take 0.4 s of wall time; other calls report `latency` seconds and take none."
+    def script(msg):
+        if msg.startswith("Passage:"):
+            time.sleep(0.4); return json.dumps({"triples": [[msg.split("\n")[1], "has title", msg.split("\n")[1]]]})
+        if "Is the evidence sufficient" in msg: return json.dumps({"sufficient": True})
+        return json.dumps(dict(intermediate_answer="Cork", resolved_path="-> Cork", stop=True, answer="Cork", missing="none", next_query="", relation=""))
+    return ScriptedLLM(script, latency_s=latency)
+
+
+def test_latency_excludes_indexing_and_counts_cached_calls_at_first_cost(tmp_path):
+    demo = load_dataset("demo")
+    cache = LLMCache(tmp_path / "cache")
+    lat = []
+    for i in range(2):                                          # cold cache, then warm: same work, same latency
+        llm = _slow_openie(0.5); llm.cache, llm.model_id = cache, "scripted-latency"
+        res = Resources(demo, llm=llm, embedder=HashEmbedder(), store_root=tmp_path / f"store{i}")
+        s = run(build_method("megrag", {"n_p": 3}, res), demo, tmp_path / f"run{i}", limit=2, show_progress=False)
+        rows = read_predictions(tmp_path / f"run{i}" / "predictions.jsonl")
+        assert all(r["llm_seconds"] == pytest.approx(0.5 * r["llm_calls"]) for r in rows)
+        assert all(r["latency_s"] >= r["llm_seconds"] for r in rows)           # a cached call counts what it cost when made
+        assert all(r["indexing"]["llm_calls"] > 0 for r in rows) if i == 0 else True
+        assert all(r["latency_s"] - r["llm_seconds"] < 0.4 for r in rows)      # the 6 x 0.4 s of OpenIE are not in it
+        lat.append([r["llm_seconds"] for r in rows])
+    assert lat[0] == lat[1]
+
+
+def test_a_resumed_runs_manifest_says_what_was_finally_run(tmp_path):
+    demo = load_dataset("demo")
+    llm = ScriptedLLM(lambda m: "Cork")
+    m = build_method("direct", {}, Resources(demo, llm=llm, embedder=None))
+    run(m, demo, tmp_path, limit=1, show_progress=False)
+    s = run(m, demo, tmp_path, limit=3, show_progress=False)
+    mf = json.loads((tmp_path / "run.json").read_text())
+    assert (s["n"], s["manifest"]["limit"], mf["limit"], mf["n_questions"], len(mf["invocations"])) == (3, 3, 3, 3, 2)
+    assert json.loads((tmp_path / "summary.json").read_text())["manifest"]["limit"] == 3
+
+
+def test_2wiki_type_rule_agrees_with_the_labelled_questions():
+    "The template rule against every labelled 2Wiki dev question held in the shared data (500 sampled + 2 full records)."
+    d = shared_data_dir() / "multihop" / "2wikimultihopqa"
+    s = json.load(gzip.open(d / "tts_sampled" / "sampled_ds.json.gz", "rt", encoding="utf-8"))
+    labelled = [(s["question"][k], s["type"][k]) for k in s["question"]]
+    labelled += [(r["question"], r["type"]) for r in json.load(gzip.open(d / "kag" / "qa_sub.json.gz", "rt", encoding="utf-8"))]
+    wrong = [(q, t, infer_2wiki_type(q)) for q, t in labelled if infer_2wiki_type(q) != t]
+    assert len(labelled) == 502 and wrong == []
+    from collections import Counter
+    ds = load_dataset("2wikimultihopqa")
+    assert Counter(q.qtype for q in ds.questions) == {"compositional": 416, "comparison": 243, "bridge_comparison": 236, "inference": 105}
+    assert any("inferred from the 2Wiki templates" in n for n in ds.notes)
