@@ -43,10 +43,19 @@ def demo(): return load_dataset("demo")
 def root(tmp_path_factory): return tmp_path_factory.mktemp("store")     # one demo store per module (vectors, sentences)
 
 
+def _musique_file(dest, n=12):
+    "The first `n` MuSiQue train-fixture records (20 paragraphs each) as a questions file: a small real corpus, quick to index."
+    from megrag_kit.data import read_records, shared_data_dir
+    recs = read_records(shared_data_dir() / "multihop/legacy_hipporag1/musique_train.json.gz")[:n]
+    dest.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    return dest
+
+
 @pytest.fixture(scope="module")
 def musique(tmp_path_factory):
-    "The MuSiQue train fixture and one store folder for it (hashed vectors and sentences built once per module)."
-    return load_training("musique-train"), tmp_path_factory.mktemp("mstore")
+    "The first 12 MuSiQue train questions over their own paragraphs, and one store folder for them."
+    d = tmp_path_factory.mktemp("mstore")
+    return load_training(str(_musique_file(d / "musique12.jsonl"))), d
 
 
 def _method(ds, llm, root, **params):
@@ -157,7 +166,8 @@ def test_sigkill_during_collect_then_the_same_command_finishes(tmp_path, stub_se
         return openie(body["messages"][-1]["content"])
     stub_server.respond = respond
     out = tmp_path / "ex.jsonl"
-    cmd = CLI + ["distill", "collect", "--teacher", "gold", "--dataset", "musique-train", "--limit", "8", "--batch-size", "1",
+    data = _musique_file(tmp_path / "musique8.jsonl", 8)
+    cmd = CLI + ["distill", "collect", "--teacher", "gold", "--dataset", str(data), "--limit", "8", "--batch-size", "1",
                  "--openie-llm", f"openai:{stub_server.url}#openie", "--embedder", f"openai:{stub_server.url}#emb", "--out", str(out)]
     env = {**os.environ, "MEGRAG_KIT_CACHE": str(tmp_path / "cache")}
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -170,7 +180,7 @@ def test_sigkill_during_collect_then_the_same_command_finishes(tmp_path, stub_se
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     rows = read_jsonl(out)
-    ds = load_training("musique-train")
+    ds = load_training(str(data))
     assert "header" in rows[0] and [x["qid"] for x in rows[1:]] == [q.qid for q in ds.questions[:8]]   # each once, in order
     c = collection_counts(out)
     assert c["questions"] == 8 and c["kept"] + c["dropped"] == 8 and f'"questions": 8' in r.stdout
@@ -201,3 +211,19 @@ def test_five_lora_steps_lower_the_loss_and_the_adapter_reloads(musique, tmp_pat
     kw = dict(max_new_tokens=12, do_sample=False, pad_token_id=st.tok.pad_token_id)
     with torch.no_grad(): a, b = st.model.generate(**enc, **kw), ref.generate(**enc, **kw)
     assert a.tolist() == b.tolist()
+
+
+def test_model_teacher_examples_are_the_prompts_the_policy_saw(demo, root):
+    "A scripted teacher continues then stops: the kept trajectory's examples rebuild each step's prompt exactly; a wrong answer is dropped."
+    from megrag_kit.distill import teacher_examples
+    from megrag_kit.reader import answer_options
+    q0, q1 = demo.questions[0], next(q for q in demo.questions[1:] if not answer_options(q.question))
+    p = Policy([single("T+S", ["s0.0"]), single("T", ["t0.0"], ans=q0.answers[0])])
+    m = _method(demo, p, root)
+    (r,) = teacher_examples(m, [q0])
+    seen = [msgs for msgs in p.seen if not msgs[-1]["content"].startswith("Passage:")]
+    assert r["kept"] and r["f1"] == 1.0 and [e["messages"] for e in r["examples"]] == seen
+    assert [json.loads(e["target"])["stop"] for e in r["examples"]] == [False, True]
+    p2 = Policy([single("T", ["t0.0"], ans="certainly not the answer")])
+    (r2,) = teacher_examples(_method(demo, p2, root), [q1])
+    assert not r2["kept"] and r2["examples"] == [] and r2["reason"].startswith("final F1 0.00 < 0.5")
