@@ -18,8 +18,8 @@ from .models import HFChatModel, load_llm, model_identity, smollm2_path
 # %% auto #0
 __all__ = ['TRAINING_SETS', 'DISTILL_DEFAULTS', 'target_text', 'serialize', 'load_training', 'norm_question', 'eval_questions',
            'check_disjoint', 'gold_hops', 'gold_selection', 'gold_examples', 'node_target', 'trace_examples',
-           'teacher_examples', 'distill_config', 'collect', 'collection_counts', 'read_examples', 'TrainConfig',
-           'data_hash', 'train', 'adapter_hash', 'load_student']
+           'teacher_examples', 'distill_config', 'collect', 'same_header', 'collection_counts', 'read_examples',
+           'TrainConfig', 'data_hash', 'train', 'adapter_hash', 'load_student']
 
 # %% ../nbs/40_distill.ipynb #de197980
 def target_text(o: dict) -> str:
@@ -166,8 +166,8 @@ def gold_examples(m: MEGRAG, qs: list[Question]) -> list[dict]:
             n.stop, n.evidence = o["stop"], {gg: [[u, t] for u, t in us if u in ids] for gg, us in cands.of(level).items() if any(u in ids for u, _ in us)}
             g.add(n)
             if not n.stop: g.link(n)
-    for r in recs.values():
-        if not r["kept"]: r["examples"] = []
+    for r in recs.values():   # a dropped trajectory keeps the one-step examples of the hops it did ground
+        if not r["kept"]: r["examples"] = [e for e in r["examples"] if e["kind"] == "hop"]
     return [recs[q.qid] for q in qs]
 
 # %% ../nbs/40_distill.ipynb #6b25ee9f
@@ -232,7 +232,7 @@ def collect(teacher: str, dataset: str, out, limit: int | None = None, min_f1: f
     header = dict(teacher=teacher, dataset=ds.name, config=cfg.to_dict(), min_f1=min_f1)
     done = read_jsonl(out) if out.exists() else []
     for r in done:
-        if r.get("header") and r["header"] != header:
+        if r.get("header") and not same_header(r["header"], header):
             raise DataError(f"{out} was collected with {r['header']}, not {header}; use another --out", file=out)
     seen = {r["qid"] for r in done if "qid" in r}
     llm = openie_llm if teacher == "gold" else teacher
@@ -251,6 +251,13 @@ def collect(teacher: str, dataset: str, out, limit: int | None = None, min_f1: f
         bar.close()
     return dict(collection_counts(out), overlap_dropped={k: len(v) for k, v in hits.items()})
 
+def same_header(old: dict, new: dict) -> bool:
+    """Whether a file collected under header `old` can be continued under `new`: the same teacher, dataset and filter,
+    and the same configuration, where a parameter the old header lacks (added to the kit since) has its default."""
+    if {k: v for k, v in old.items() if k != "config"} != {k: v for k, v in new.items() if k != "config"}: return False
+    oc, nc, dflt = old.get("config", {}), new.get("config", {}), distill_config().to_dict()
+    return all(nc.get(k) == v for k, v in oc.items()) and all(nc[k] == dflt.get(k) for k in nc if k not in oc)
+
 def collection_counts(path) -> dict:
     "Counts of a collected file: questions, kept, dropped, examples (trajectory / hop) and the drop reasons (their first words)."
     rows = [r for r in read_jsonl(path) if "qid" in r]
@@ -261,8 +268,8 @@ def collection_counts(path) -> dict:
                 dropped_reasons=dict(Counter(re.sub(r"'.*'|\d+", "_", r["reason"]) for r in rows if not r["kept"]).most_common()))
 
 def read_examples(*paths) -> list[dict]:
-    "Every example of the kept questions of collected files, in file order."
-    return [e for p in paths for r in read_jsonl(p) if r.get("kept") for e in r["examples"]]
+    "Every example of collected files, in file order (a dropped question holds only the one-step examples of its grounded hops)."
+    return [e for p in paths for r in read_jsonl(p) if "qid" in r for e in r["examples"]]
 
 # %% ../nbs/40_distill.ipynb #d91360c6
 @dataclass

@@ -63,6 +63,7 @@ class MEGRAGConfig(ReaderOptions):
     policy: Literal["cascade", "single"] = param("cascade", "pi: cascade (sufficiency calls T, T+S, then a node call on Z_i) or single "
                                                  "(one call sees x, q_i, H_i and C_i at every granularity, Eq. 6)", "pi")
     max_selected: int = param(6, "policy=single: most unit ids the policy may select for Z_i", min=1)
+    shots: int = param(2, "policy=single: worked examples in the prompt (a distilled student may read none)", min=0, max=2)
     node_max_new_tokens: int = param(320, "token cap of a node output", min=1)
     seed: int = param(0, "seed of the shuffled-relation draws", min=0)
 
@@ -600,15 +601,16 @@ def single_schema(levels=LEVELS, with_relation: bool = True, options: list[str] 
     branch = lambda b: {"type": "object", "properties": {**head, **b["properties"]}, "required": ["level", "selected"] + b["required"]}
     return {"oneOf": [branch(b) for b in base["oneOf"]]}
 
-def single_prompt(x: str, q: str, history: str, cands: dict, with_relation: bool = True, history_of=None, levels=LEVELS) -> list[dict]:
+def single_prompt(x: str, q: str, history: str, cands: dict, with_relation: bool = True, history_of=None, levels=LEVELS,
+                  shots: int = 2) -> list[dict]:
     """Chat messages of the single policy call `o_i = pi(x, q_i, H_i, C_i)` (MEGRAG paper, §Methodology, Eq. 6): system
-    rule, two worked examples (their histories rendered by `history_of`, their outputs without a relation when
+    rule, the first `shots` worked examples (their histories rendered by `history_of`, their outputs without a relation when
     `with_relation` is false, as in `node_prompt`), then `x`, `q_i`, `H_i` and `C_i` (`cands`: `{granularity:
     [(id, text)]}`, shown by `candidate_lines` for the allowed `levels`)."""
     history_of = history_of or (lambda g: graph_summary(g, "structured", with_relation))
     turn = lambda x, q, h, c: f"Initial Query: {x}\nCurrent query: {q}\nHistory:\n{h}\nCandidates:\n" + candidate_lines(c, levels)
     msgs = [{"role": "system", "content": system_text(SINGLE_SYSTEM, with_relation)}]
-    for j, ex in enumerate(SINGLE_EXAMPLES):
+    for j, ex in enumerate(SINGLE_EXAMPLES[:shots]):
         out = {k: v for k, v in ex["out"].items() if with_relation or k != "relation"}
         if out["level"] not in levels: out["level"] = levels[-1]
         msgs += [{"role": "user", "content": turn(ex["x"], ex["q"], history_of(example_graph(SINGLE_EXAMPLES[:j])), ex["candidates"])},
@@ -634,7 +636,7 @@ def levels(self: MEGRAG) -> tuple:
 def policy_prompt(self: MEGRAG, q: Question, query: str, graph: EvidenceGraph, cands: Candidates) -> list[dict]:
     "The single policy's messages for question `q` at the step after `graph`'s nodes: the prompt a distilled student is trained on."
     return single_prompt(q.question, query, self.history(q.qid, graph), cands.of(self.levels()[-1]), self.with_relation,
-                         self.example_history, self.levels())
+                         self.example_history, self.levels(), self.config.shots)
 
 @patch
 def policy_schema(self: MEGRAG, q: Question) -> dict:

@@ -194,13 +194,13 @@ def test_five_lora_steps_lower_the_loss_and_the_adapter_reloads(musique, tmp_pat
     from megrag_kit.models import smollm2_path, load_llm
     ds, sroot = musique
     llm = ScriptedLLM(openie); llm.model_id = f"scripted-{uuid.uuid4().hex}"
-    m = MEGRAG(distill_config({"n_p": 2, "n_s": 3, "n_t": 3}), Resources(ds, llm=llm, embedder=HashEmbedder(), store_root=sroot))
-    recs = [r for r in gold_examples(m, ds.questions[:12]) if r["kept"]][:1]
-    assert recs, "no gold trajectory among the first 12 questions"
+    m = MEGRAG(distill_config({"n_p": 3, "n_s": 2, "n_t": 2, "shots": 0}), Resources(ds, llm=llm, embedder=HashEmbedder(), store_root=sroot))
+    recs = [r for r in gold_examples(m, ds.questions[:12]) if r["examples"]][:1]
+    assert recs, "no grounded hop among the first 12 questions"
     data = tmp_path / "ex.jsonl"
     with JsonlAppender(data) as log:
-        for r in recs: log.write(dict(r, examples=r["examples"][:1]))
-    man = train(data, tmp_path / "student", cfg=TrainConfig(steps=5, batch=1, lr=2e-3, rank=2, alpha=4, max_len=2048, val_frac=0.0,
+        for r in recs: log.write(dict(r, examples=r["examples"][-1:]))
+    man = train(data, tmp_path / "student", cfg=TrainConfig(steps=5, batch=1, lr=2e-3, rank=2, alpha=4, max_len=1024, val_frac=0.0,
                                                              save_every=5), progress=False)
     assert man["losses"][-1] < man["losses"][0] and man["steps"] == 5 and man["train_examples"] == 1
     st = load_student(f"smollm2-135m+lora:{tmp_path / 'student'}", device="cpu", cache=False)
