@@ -287,8 +287,9 @@ class TrainConfig:
     bf16: bool = False
 
 def _split(examples, val_frac):
-    val = [e for e in examples if int(stable_hash(e["qid"])[:8], 16) / 16**8 < val_frac]
-    return [e for e in examples if e not in val], val
+    "`(train, validation)` by question: a question id whose hash falls below `val_frac` sends all its examples to validation."
+    held = [int(stable_hash(e["qid"])[:8], 16) / 16**8 < val_frac for e in examples]
+    return [e for e, h in zip(examples, held) if not h], [e for e, h in zip(examples, held) if h]
 
 def data_hash(paths) -> str:
     "sha256 (hex) of the training files' bytes, in order."
