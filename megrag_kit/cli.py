@@ -16,8 +16,8 @@ from .runner import RunMismatchError, check_run_folder, compare_runs, format_sum
 from .report import report as report_md
 
 # %% auto #0
-__all__ = ['app', 'FRIENDLY_ERRORS', 'friendly', 'parse_options', 'parse_sets', 'run', 'methods', 'index', 'compare', 'report',
-           'datasets', 'main', 'reproduce']
+__all__ = ['app', 'FRIENDLY_ERRORS', 'distill_app', 'friendly', 'parse_options', 'parse_sets', 'run', 'methods', 'index',
+           'compare', 'report', 'datasets', 'main', 'reproduce', 'distill_collect', 'distill_train']
 
 # %% ../nbs/99_cli.ipynb #2f3ec467
 app = typer.Typer(add_completion=False, help="megrag_kit: multi-hop RAG methods (MEGRAG, EviReform, CARA) and baselines.",
@@ -203,3 +203,41 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
     for n, d in done.items():
         typer.echo(f"{n} ({d['wall_s']} s): executed notebook {d['notebook']}")
         for f in d["outputs"]: typer.echo(f"    {f}")
+
+# %% ../nbs/99_cli.ipynb #b5a58dc8
+distill_app = typer.Typer(help="Graph-construction distillation (MEGRAG): collect teacher examples, train a LoRA student.", no_args_is_help=True)
+app.add_typer(distill_app, name="distill")
+
+@distill_app.command("collect")
+@friendly
+def distill_collect(teacher: str = typer.Option(..., help="gold (offline, from gold annotations) | smollm2-135m | hf:/path | openai:URL#MODEL"),
+                    dataset: str = typer.Option(..., help="musique-train | hotpotqa-train | 2wiki-dev | a registered dataset | questions.json[:corpus.json]"),
+                    out: Path = typer.Option(None, help="JSON Lines file (default runs/distill/<teacher>-<dataset>.jsonl)"),
+                    limit: int = typer.Option(None, min=1, help="first N training questions"),
+                    min_f1: float = typer.Option(0.5, min=0.0, max=1.0, help="keep a model teacher's trajectory when its final F1 >= this"),
+                    set_: list[str] = typer.Option(None, "--set", help="a MEGRAG parameter over the distillation defaults, name=value"),
+                    openie_llm: str = typer.Option("smollm2-135m", help="the triple view's model (gold teacher)"),
+                    embedder: str = typer.Option("minilm"), device: str = typer.Option("cpu"), batch_size: int = typer.Option(4, min=1),
+                    drop_overlap: bool = typer.Option(False, help="drop training questions that overlap an evaluation set (default: stop)"),
+                    data_dir: Path = typer.Option(None)):
+    "Teacher trajectories on training questions -> one example per step (x, q_i, H_i, C_i) -> o_i; prints the kept/dropped counts."
+    from .distill import collect
+    llm = teacher if teacher == "gold" else _spec(teacher, "llm")
+    out = out or Path("runs") / "distill" / f"{teacher.split(':')[0]}-{dataset.replace('/', '_')}.jsonl"
+    counts = collect(llm, dataset, out, limit, min_f1, parse_sets(set_), _spec(openie_llm, "llm"), _spec(embedder, "embedder"),
+                     resolve_device(device), batch_size, data_dir, drop_overlap)
+    typer.echo(json.dumps(counts, indent=1)); typer.echo(f"wrote {out}")
+
+@distill_app.command("train")
+@friendly
+def distill_train(data: list[Path] = typer.Option(..., help="collected JSON Lines file (repeatable)"),
+                  student: str = typer.Option("smollm2-135m", help="smollm2-135m | hf:/path"),
+                  out: Path = typer.Option(Path("runs/distill/student"), help="adapter folder (resumes from its checkpoint)"),
+                  steps: int = typer.Option(200, min=1), batch: int = typer.Option(4, min=1), lr: float = typer.Option(2e-4, min=0.0),
+                  rank: int = typer.Option(8, min=1), alpha: int = typer.Option(16, min=1), max_len: int = typer.Option(1536, min=16),
+                  val_frac: float = typer.Option(0.1, min=0.0, max=0.9), save_every: int = typer.Option(25, min=1),
+                  seed: int = typer.Option(0, min=0), bf16: bool = typer.Option(False, help="bf16 autocast")):
+    "LoRA on the output tokens only (MEGRAG Eq. 9); writes the adapter and manifest.json; use it as --llm smollm2-135m+lora:OUT."
+    from .distill import TrainConfig, train
+    man = train(data, out, student, TrainConfig(steps, batch, lr, rank, alpha, max_len, val_frac, save_every, seed, bf16))
+    typer.echo(json.dumps({k: v for k, v in man.items() if k != "losses"}, indent=1)); typer.echo(f"student: --llm {student}+lora:{out}")

@@ -282,7 +282,7 @@ class EvidenceStore:
     def _triple_view(self) -> ExtractedView:
         if self.openie_backend == "parser": return parser_triple_view(self)
         decode = dict(max_new_tokens=320, json_schema=TRIPLE_SCHEMA) if self.openie_schema else dict(max_new_tokens=320, stop=OPENIE_STOP)
-        return ExtractedView("triple", "t", self.llm, openie_prompt, parse_triples, self.contents, self.triples_path(), key="triples",
+        return ExtractedView("triple", "t", self.openie_llm, openie_prompt, parse_triples, self.contents, self.triples_path(), key="triples",
                              decode=decode, batch=self.openie_batch, mode=self.openie, from_json=tuple, render=" | ".join,
                              desc="OpenIE", show_progress=self.show_progress)
 
@@ -346,7 +346,12 @@ class EvidenceStore:
         "The triple file of this store's LLM: `root/triples/<slug(llm.model_id)>[-schema].jsonl` (the parser's `model_id` with `openie_backend='parser'`)."
         if self.openie_backend == "parser": return self.root / "triples" / f"{slug(default_parser().model_id)}.jsonl"
         if self.llm is None: raise ValueError("an LLM is needed for the triple view (OpenIE)")
-        return self.root / "triples" / f"{slug(self.llm.model_id)}{'-schema' if self.openie_schema else ''}.jsonl"
+        return self.root / "triples" / f"{slug(self.openie_llm.model_id)}{'-schema' if self.openie_schema else ''}.jsonl"
+
+    @property
+    def openie_llm(self):
+        "The model of the triple view: the LLM's `openie_llm` when it names one (a distilled student names its base model), else the LLM."
+        return getattr(self.llm, "openie_llm", None) or self.llm
 
     @property
     def triple_view(self) -> ExtractedView:

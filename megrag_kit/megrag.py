@@ -11,17 +11,20 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 from .core import Question, stable_hash, unit_id, unit_pid
-from .models import Cost, Generation, StructuredOutputError, parse_json, structured
+from .models import Cost, Generation, StructuredOutputError, parse_json, parse_structured, structured
+from fastcore.basics import patch
 from .index import EvidenceStore
 from .reader import extract_answer, answer_options
 from .method import Answer, ConfigError, Method, ReaderOptions, param, register
 
 # %% auto #0
 __all__ = ['COMPOSITIONS', 'VARIANTS', 'SUFFICIENCY_SCHEMA', 'TEXT_PATTERN', 'NODE_SCHEMA', 'NODE_SCHEMA_NO_RELATION',
-           'SUFFICIENCY_SYSTEM', 'SUFFICIENCY_EXAMPLES', 'NODE_SYSTEM', 'NODE_EXAMPLES', 'MEGRAGConfig', 'Candidates',
-           'collect_candidates', 'Node', 'EvidenceGraph', 'evidence_lines', 'graph_summary', 'node_schema',
-           'sufficiency_prompt', 'node_prompt', 'node_errors', 'coerce_node', 'forced_continue', 'resolver_context',
-           'relation_bank', 'shuffled_relation', 'MEGRAG', 'question_composition', 'megrag_summary']
+           'SUFFICIENCY_SYSTEM', 'SUFFICIENCY_EXAMPLES', 'RELATION_CLAUSE', 'NODE_SYSTEM', 'NODE_EXAMPLES', 'LEVELS',
+           'UNIT_PATTERN', 'SINGLE_SYSTEM', 'SINGLE_EXAMPLES', 'MEGRAGConfig', 'Candidates', 'collect_candidates',
+           'Node', 'EvidenceGraph', 'evidence_lines', 'graph_summary', 'node_schema', 'sufficiency_prompt',
+           'example_graph', 'system_text', 'node_prompt', 'node_errors', 'coerce_node', 'forced_continue',
+           'resolver_context', 'relation_bank', 'shuffled_relation', 'MEGRAG', 'candidate_lines', 'single_schema',
+           'single_prompt', 'select_units', 'question_composition', 'megrag_summary']
 
 # %% ../nbs/10_megrag.ipynb #929b6c87
 COMPOSITIONS = {"T": ("triples",), "T+S": ("triples", "sentences"), "T+S+P": ("triples", "sentences", "passages"),
@@ -55,7 +58,12 @@ class MEGRAGConfig(ReaderOptions):
     relation: Literal["generated", "none", "shuffled"] = param("generated", "r_i: asked and shown, dropped, or shown from another question", "r_i")
     stopping: Literal["answer_aware", "fixed_depth"] = param("answer_aware", "stop when s_i = 1, or always B steps", "s_i")
     relation_bank: str = param("", "relation=shuffled: a finished run folder whose traces supply other questions' relations")
-    history_evidence: int = param(6, "evidence lines of each earlier node shown in a structured history", min=0)
+    history_evidence: int = param(6, "H_i cut: evidence lines of each earlier node shown in a structured history (a choice of ours; "
+                                  "the paper does not say)", min=0)
+    policy: Literal["cascade", "single"] = param("cascade", "pi: cascade (sufficiency calls T, T+S, then a node call on Z_i) or single "
+                                                 "(one call sees x, q_i, H_i and C_i at every granularity, Eq. 6)", "pi")
+    max_selected: int = param(6, "policy=single: most unit ids the policy may select for Z_i", min=1)
+    shots: int = param(2, "policy=single: worked examples in the prompt (a distilled student may read none)", min=0, max=2)
     node_max_new_tokens: int = param(320, "token cap of a node output", min=1)
     seed: int = param(0, "seed of the shuffled-relation draws", min=0)
 
@@ -137,6 +145,7 @@ class Node:
     cache_hits: int = 0
     unparsed: int = 0                                   # calls whose output could not be used as asked
     reasks: int = 0                                     # calls that re-asked after one
+    dropped_ids: list = field(default_factory=list)    # policy=single: selected ids that were not candidates of the chosen level
 
     def unit_ids(self) -> list[str]:
         "Ids of the selected units `Z_i`, fine to coarse."
@@ -266,37 +275,63 @@ def sufficiency_prompt(query: str, lines: list[str]) -> list[dict]:
         msgs += [{"role": "user", "content": turn(q, ls)}, {"role": "assistant", "content": json.dumps({"sufficient": y})}]
     return msgs + [{"role": "user", "content": turn(query, lines)}]
 
+RELATION_CLAUSE = ", and the relation: how the next query extends the current one toward the Initial Query"
+
 NODE_SYSTEM = (
     "You build one step of a reasoning path that answers the Initial Query. From the evidence, answer the current query "
     "(intermediate_answer) and extend the resolved path. If the Initial Query is now answered, set stop to true, give its short "
     "answer, missing \"none\" and an empty next_query. Otherwise set stop to false, answer \"\", say what is missing, write the next "
-    "query that finds it, and the relation: how the next query extends the current one toward the Initial Query. Reply with JSON.")
+    "query that finds it" + RELATION_CLAUSE + ". Reply with JSON.")
 
 NODE_EXAMPLES = [
     dict(x="Who is the mother of the director of film Polish-Russian War?", q="Who is the mother of the director of film Polish-Russian War?",
-         history="none", evidence=["[t0.0] Polish-Russian War | directed by | Xawery Żuławski",
+         evidence=["[t0.0] Polish-Russian War | directed by | Xawery Żuławski",
                                    "[s0.0] Polish-Russian War is a 2009 Polish film directed by Xawery Żuławski."],
          out=dict(intermediate_answer="Xawery Żuławski", resolved_path="Polish-Russian War -> directed by -> Xawery Żuławski", stop=False,
                   answer="", missing="the mother of Xawery Żuławski", next_query="Who is the mother of Xawery Żuławski?",
                   relation="from the film's director to the director's mother")),
     dict(x="Who is the mother of the director of film Polish-Russian War?", q="Who is the mother of Xawery Żuławski?",
-         history=("Step 1: query: Who is the mother of the director of film Polish-Russian War? | intermediate answer: Xawery Żuławski | "
-                  "resolved path: Polish-Russian War -> directed by -> Xawery Żuławski | missing: the mother of Xawery Żuławski | "
-                  "relation to next query: from the film's director to the director's mother"),
          evidence=["[s1.1] He is the son of actress Małgorzata Braunek."],
          out=dict(intermediate_answer="Małgorzata Braunek", resolved_path="Polish-Russian War -> directed by -> Xawery Żuławski -> mother -> Małgorzata Braunek",
                   stop=True, answer="Małgorzata Braunek", missing="none", next_query="", relation="")),
 ]
 
-def node_prompt(x: str, q: str, history: str, lines: list[str], with_relation: bool = True) -> list[dict]:
+def _lines_evidence(lines: list[str]) -> dict:
+    "Prompt lines `[id] text` back to an evidence dict `{granularity: [[id, text]]}`."
+    out = {}
+    for l in lines:
+        u, t = l[1:].split("] ", 1)
+        out.setdefault({"t": "triples", "s": "sentences", "p": "passages"}[u[0]], []).append([u, t])
+    return out
+
+def example_graph(examples: list[dict]) -> "EvidenceGraph":
+    """The evidence graph of worked examples taken as consecutive steps of one question (their `evidence` is `Z_i`,
+    their `out` the node fields): the earlier steps a later example's history is rendered from."""
+    g = EvidenceGraph(examples[0]["x"] if examples else "")
+    for i, ex in enumerate(examples, 1):
+        ev = ex.get("z") or _lines_evidence(ex["evidence"])
+        n = Node(i, ex["q"], evidence=ev, **{k: v for k, v in ex["out"].items() if k not in ("level", "selected")})
+        g.add(n)
+        if not n.stop: g.link(n)
+    return g
+
+def system_text(text: str, with_relation: bool = True) -> str:
+    "A policy system prompt, without its relation clause when `with_relation` is false (the no-relation ablation names nothing it removes)."
+    return text if with_relation else text.replace(RELATION_CLAUSE, "")
+
+def node_prompt(x: str, q: str, history: str, lines: list[str], with_relation: bool = True, history_of=None) -> list[dict]:
     """Chat messages for the node call `pi(x, q_i, H_i, Z_i)` (MEGRAG paper, §Methodology, Eq. 6): system rule, the two
-    worked examples (without their relation when `with_relation` is false), then `x`, `q_i`, the history text and the
-    evidence lines."""
+    worked examples, then `x`, `q_i`, the history text and the evidence lines.
+
+    The examples follow the configuration exactly: without a relation (`with_relation` false) neither the system rule
+    nor an example mentions one, and an example's history is `history_of(graph of the earlier examples)` (default: the
+    structured summary), so the `no_history` and `no_relation` ablations remove what they name from the examples too."""
+    history_of = history_of or (lambda g: graph_summary(g, "structured", with_relation))
     turn = lambda x, q, h, ls: f"Initial Query: {x}\nCurrent query: {q}\nHistory:\n{h}\nEvidence:\n" + "\n".join(ls)
-    msgs = [{"role": "system", "content": NODE_SYSTEM}]
-    for ex in NODE_EXAMPLES:
+    msgs = [{"role": "system", "content": system_text(NODE_SYSTEM, with_relation)}]
+    for j, ex in enumerate(NODE_EXAMPLES):
         out = {k: v for k, v in ex["out"].items() if with_relation or k != "relation"}
-        msgs += [{"role": "user", "content": turn(ex["x"], ex["q"], ex["history"], ex["evidence"])},
+        msgs += [{"role": "user", "content": turn(ex["x"], ex["q"], history_of(example_graph(NODE_EXAMPLES[:j])), ex["evidence"])},
                  {"role": "assistant", "content": json.dumps(out, ensure_ascii=False)}]
     return msgs + [{"role": "user", "content": turn(x, q, history, lines)}]
 
@@ -457,12 +492,16 @@ class MEGRAG(Method):
             rel = {m.step: shuffled_relation(self.bank, qid, m.step, self.config.seed, own) for m in g.nodes}
         return graph_summary(g, self.config.history, self.with_relation, rel, self.config.history_evidence)
 
+    def example_history(self, g: EvidenceGraph) -> str:
+        "A worked example's `H_i`, rendered as this configuration renders a question's (no relation shuffling: examples are self-consistent)."
+        return graph_summary(g, self.config.history, self.with_relation, None, self.config.history_evidence)
+
     def decide(self, qs: list[Question], nodes: list[Node], graphs: list[EvidenceGraph]):
         "The node call for each node, re-asked once when invalid, then coerced; fills the node's output fields."
         xs = [q.question for q in qs]
         schemas = [node_schema(self.with_relation, answer_options(x) if self.config.reader_constrain_options else None, self.may_stop(n.step))
                    for x, n in zip(xs, nodes)]
-        prompts = [node_prompt(x, n.query, self.history(q.qid, g), evidence_lines(n.evidence), self.with_relation)
+        prompts = [node_prompt(x, n.query, self.history(q.qid, g), evidence_lines(n.evidence), self.with_relation, self.example_history)
                    for x, q, n, g in zip(xs, qs, nodes, graphs)]
         gens = self._ask(nodes, prompts, schemas, max_new_tokens=self.config.node_max_new_tokens, validate=self._validate)
         outs, retry = [], []
@@ -503,8 +542,10 @@ class MEGRAG(Method):
             if "triples" in self._views(): self.store.extract_triples([p for h in hits for p, _ in h])
             cands = [collect_candidates(self.store, h, cfg.n_s, cfg.n_t, self._views()) for h in hits]
             nodes = [Node(step, queries[i], retrieved=[p for p, _ in h]) for i, h in zip(active, hits)]
-            self.select(nodes, cands)
-            self.decide([questions[i] for i in active], nodes, [graphs[i] for i in active])
+            if cfg.policy == "single": self.single_step([questions[i] for i in active], nodes, cands, [graphs[i] for i in active])
+            else:
+                self.select(nodes, cands)
+                self.decide([questions[i] for i in active], nodes, [graphs[i] for i in active])
             still = []
             for i, n in zip(active, nodes):
                 graphs[i].add(n)
@@ -531,6 +572,128 @@ class MEGRAG(Method):
             compositions=[n.composition for n in g.nodes], composition=question_composition([n.composition for n in g.nodes]), repairs=sum(n.repaired for n in g.nodes),
             coerced=sum(n.coerced for n in g.nodes), parsed_ok_steps=sum(n.parsed_ok for n in g.nodes),
             evidence_recall=(len(set(selected) & set(q.gold_pids)) / len(q.gold_pids)) if q.gold_pids else None))
+
+# %% ../nbs/10_megrag.ipynb #16870d0e
+LEVELS = ("T", "T+S", "T+S+P")
+UNIT_PATTERN = r"^[tsp][0-9]+(\.[0-9]+)?$"
+
+SINGLE_SYSTEM = (
+    "You build one step of a reasoning path that answers the Initial Query. The candidates come as triples (T), sentences (S) "
+    "and passages (P). Choose the finest level that is enough to answer the current query: T, T+S or T+S+P, and the ids of the "
+    "candidates of that level you use. From them, answer the current query (intermediate_answer) and extend the resolved path. "
+    "If the Initial Query is now answered, set stop to true, give its short answer, missing \"none\" and an empty next_query. "
+    "Otherwise set stop to false, answer \"\", say what is missing, write the next query that finds it" + RELATION_CLAUSE + ". "
+    "Reply with JSON.")
+
+SINGLE_EXAMPLES = [
+    dict(x="Who is the mother of the director of film Polish-Russian War?", q="Who is the mother of the director of film Polish-Russian War?",
+         candidates={"triples": [["t0.0", "Polish-Russian War | directed by | Xawery Żuławski"], ["t0.1", "Polish-Russian War | released in | 2009"]],
+                     "sentences": [["s0.0", "Polish-Russian War is a 2009 Polish film directed by Xawery Żuławski."]],
+                     "passages": [["p0", "Polish-Russian War (film)\nPolish-Russian War is a 2009 Polish film directed by Xawery Żuławski."]]},
+         out=dict(level="T", selected=["t0.0"], **NODE_EXAMPLES[0]["out"])),
+    dict(x="Who is the mother of the director of film Polish-Russian War?", q="Who is the mother of Xawery Żuławski?",
+         candidates={"triples": [["t1.0", "Xawery Żuławski | occupation | film director"]],
+                     "sentences": [["s1.0", "Xawery Żuławski (born 22 December 1971) is a Polish film director."],
+                                   ["s1.1", "He is the son of actress Małgorzata Braunek."]],
+                     "passages": [["p1", "Xawery Żuławski\nXawery Żuławski (born 22 December 1971) is a Polish film director. He is the son of actress Małgorzata Braunek."]]},
+         out=dict(level="T+S", selected=["s1.1"], **NODE_EXAMPLES[1]["out"])),
+]
+for _ex in SINGLE_EXAMPLES:   # Z_i of each example: its selected units, for the history of the next one
+    _ex["z"] = {g: [u for u in us if u[0] in _ex["out"]["selected"]] for g, us in _ex["candidates"].items()}
+    _ex["z"] = {g: us for g, us in _ex["z"].items() if us}
+
+def candidate_lines(cands: dict, levels=LEVELS) -> str:
+    """`C_i` as the single policy reads it: one block per granularity of the coarsest allowed level (`Triples (T):`,
+    `Sentences (S):`, `Passages (P):`), each unit `[id] text` on one line (a passage's title and text joined by `: `)."""
+    heads = {"triples": "Triples (T):", "sentences": "Sentences (S):", "passages": "Passages (P):"}
+    out = []
+    for g in COMPOSITIONS[levels[-1]]:
+        out.append(heads[g]); out += [f"[{u}] " + t.replace("\n", ": ", 1).replace("\n", " ") for u, t in cands.get(g, [])] or ["(none)"]
+    return "\n".join(out)
+
+def single_schema(levels=LEVELS, with_relation: bool = True, options: list[str] | None = None, max_selected: int = 6,
+                  allow_stop: bool = True) -> dict:
+    "`node_schema` (with its `allow_stop`) with the level (one of `levels`) and the selected ids (1 to `max_selected` unit ids) first."
+    base = node_schema(with_relation, options, allow_stop)
+    head = {"level": {"enum": list(levels)}, "selected": {"type": "array", "items": {"type": "string", "pattern": UNIT_PATTERN},
+                                                           "minItems": 1, "maxItems": max_selected}}
+    branch = lambda b: {"type": "object", "properties": {**head, **b["properties"]}, "required": ["level", "selected"] + b["required"]}
+    return {"oneOf": [branch(b) for b in base["oneOf"]]}
+
+def single_prompt(x: str, q: str, history: str, cands: dict, with_relation: bool = True, history_of=None, levels=LEVELS,
+                  shots: int = 2) -> list[dict]:
+    """Chat messages of the single policy call `o_i = pi(x, q_i, H_i, C_i)` (MEGRAG paper, §Methodology, Eq. 6): system
+    rule, the first `shots` worked examples (their histories rendered by `history_of`, their outputs without a relation when
+    `with_relation` is false, as in `node_prompt`), then `x`, `q_i`, `H_i` and `C_i` (`cands`: `{granularity:
+    [(id, text)]}`, shown by `candidate_lines` for the allowed `levels`)."""
+    history_of = history_of or (lambda g: graph_summary(g, "structured", with_relation))
+    turn = lambda x, q, h, c: f"Initial Query: {x}\nCurrent query: {q}\nHistory:\n{h}\nCandidates:\n" + candidate_lines(c, levels)
+    msgs = [{"role": "system", "content": system_text(SINGLE_SYSTEM, with_relation)}]
+    for j, ex in enumerate(SINGLE_EXAMPLES[:shots]):
+        out = {k: v for k, v in ex["out"].items() if with_relation or k != "relation"}
+        if out["level"] not in levels: out["level"] = levels[-1]
+        msgs += [{"role": "user", "content": turn(ex["x"], ex["q"], history_of(example_graph(SINGLE_EXAMPLES[:j])), ex["candidates"])},
+                 {"role": "assistant", "content": json.dumps(out, ensure_ascii=False)}]
+    return msgs + [{"role": "user", "content": turn(x, q, history, cands)}]
+
+def select_units(cands: Candidates, level: str, ids: list) -> tuple[dict, list]:
+    """`(Z_i, dropped)`: the candidates of `level` whose ids are in `ids`, in candidate order, as `{granularity: [(id,
+    text)]}`, and the ids that are not candidates of that level. No id left: every candidate of the level."""
+    allowed = cands.of(level)
+    known = {u for us in allowed.values() for u, _ in us}
+    ids = [str(u) for u in ids]
+    keep, dropped = {u for u in ids if u in known}, [u for u in dict.fromkeys(ids) if u not in known]
+    if not keep: return allowed, dropped
+    return {g: [(u, t) for u, t in us if u in keep] for g, us in allowed.items() if any(u in keep for u, _ in us)}, dropped
+
+@patch
+def levels(self: MEGRAG) -> tuple:
+    "The levels the single policy may choose: fine to coarse, or the one granularity a fixed-evidence ablation allows."
+    return LEVELS if self.config.evidence == "cascade" else (self.config.evidence,)
+
+@patch
+def policy_prompt(self: MEGRAG, q: Question, query: str, graph: EvidenceGraph, cands: Candidates) -> list[dict]:
+    "The single policy's messages for question `q` at the step after `graph`'s nodes: the prompt a distilled student is trained on."
+    return single_prompt(q.question, query, self.history(q.qid, graph), cands.of(self.levels()[-1]), self.with_relation,
+                         self.example_history, self.levels(), self.config.shots)
+
+@patch
+def policy_schema(self: MEGRAG, q: Question, step: int | None = None) -> dict:
+    """The single policy's output schema for question `q` (its stop answer constrained to the question's options when the reader
+    does so); at `step` before the budget of the fixed-depth comparator the stop branch is left out (`may_stop`)."""
+    return single_schema(self.levels(), self.with_relation, answer_options(q.question) if self.config.reader_constrain_options else None,
+                         self.config.max_selected, step is None or self.may_stop(step))
+
+@patch
+def _single_parse(self: MEGRAG, text: str, schema: dict) -> dict:
+    "`structured()`'s parser for the single policy: the schema, then the validity rules (`StructuredOutputError` naming them)."
+    o = parse_structured(text, schema)
+    if errs := node_errors(o, self.with_relation): raise StructuredOutputError("; ".join(errs))
+    return o
+
+@patch
+def single_step(self: MEGRAG, qs: list[Question], nodes: list[Node], cands: list[Candidates], graphs: list[EvidenceGraph]):
+    "One `policy=single` call per node (re-asked once, then coerced): fills `composition`, `evidence` and the node fields."
+    prompts = [self.policy_prompt(q, n.query, g, c) for q, n, g, c in zip(qs, nodes, graphs, cands)]
+    res = structured(self.llm, prompts, [self.policy_schema(q, n.step) for q, n in zip(qs, nodes)], reasks=1, parse=self._single_parse,
+                     max_new_tokens=self.config.node_max_new_tokens)
+    for q, n, c, (o, gens) in zip(qs, nodes, cands, res):
+        for g in gens: n.book(g)
+        n.parsed_ok, n.repaired = not gens[0].unparsed, len(gens) > 1
+        if o is None:
+            try: raw = parse_json(gens[-1].text)
+            except StructuredOutputError: raw = {}
+            o = {**coerce_node(raw, n.query, q.question, self.with_relation), "level": raw.get("level"), "selected": raw.get("selected") or []}
+            n.coerced = True
+        if o.get("stop") is True and not self.may_stop(n.step): o = forced_continue(o, n.query)   # fixed depth: a server ignored the schema
+        level = o.get("level") if o.get("level") in self.levels() else self.levels()[-1]
+        sel = o.get("selected") if isinstance(o.get("selected"), list) else []
+        n.composition = level
+        n.evidence, n.dropped_ids = select_units(c, level, sel)
+        for k in ("intermediate_answer", "resolved_path", "answer", "missing", "next_query", "relation"):
+            setattr(n, k, str(o.get(k) or "").strip())
+        n.stop = o.get("stop") is True
+        if not self.with_relation: n.relation = ""
 
 # %% ../nbs/10_megrag.ipynb #80e70245
 _RICHNESS = ("T", "T+S", "T+S+P")

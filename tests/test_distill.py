@@ -1,0 +1,229 @@
+"""Graph-construction distillation: the single policy's control flow (scripted LLM), serialization, the disjointness
+check, the gold teacher on real MuSiQue questions, collect under SIGKILL, and a short real LoRA run (slow)."""
+import json, os, signal, subprocess, sys, time, uuid
+from pathlib import Path
+import pytest
+from megrag_kit.core import DataError, Question
+from megrag_kit.data import load_dataset
+from megrag_kit.distill import (check_disjoint, eval_questions, gold_examples, gold_hops, load_training, read_examples, serialize,
+                                TrainConfig, train, load_student, distill_config, collection_counts)
+from megrag_kit.jsonl import JsonlAppender, read_jsonl
+from megrag_kit.megrag import MEGRAG, EvidenceGraph
+from megrag_kit.method import Resources, build_method
+from conftest import ScriptedLLM
+from fakes import HashEmbedder
+
+
+def single(level, ids, ans=None, b="A", nq="query two", rel="then the next hop"):
+    head = dict(level=level, selected=ids, intermediate_answer=b, resolved_path=f"-> {b}")
+    if ans: return json.dumps(dict(head, stop=True, answer=ans, missing="none", next_query="", relation=""))
+    return json.dumps(dict(head, stop=False, answer="", missing=f"about {b}", next_query=nq, relation=rel))
+
+
+def openie(msg):
+    title = msg.split("\n")[1]
+    return json.dumps({"triples": [[title, "has title", title]]})
+
+
+class Policy(ScriptedLLM):
+    def __init__(self, outs):
+        self.outs, self.prompts = list(outs), []
+        super().__init__(self.route)
+    def route(self, msg):
+        if msg.startswith("Passage:"): return openie(msg)
+        self.prompts.append(msg)
+        return self.outs.pop(0)
+
+
+@pytest.fixture(scope="module")
+def demo(): return load_dataset("demo")
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory): return tmp_path_factory.mktemp("store")     # one demo store per module (vectors, sentences)
+
+
+def _musique_file(dest, n=12):
+    "The first `n` MuSiQue train-fixture records (20 paragraphs each) as a questions file: a small real corpus, quick to index."
+    from megrag_kit.data import read_records, shared_data_dir
+    recs = read_records(shared_data_dir() / "multihop/legacy_hipporag1/musique_train.json.gz")[:n]
+    dest.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    return dest
+
+
+@pytest.fixture(scope="module")
+def musique(tmp_path_factory):
+    "The first 12 MuSiQue train questions over their own paragraphs, and one store folder for them."
+    d = tmp_path_factory.mktemp("mstore")
+    return load_training(str(_musique_file(d / "musique12.jsonl"))), d
+
+
+def _method(ds, llm, root, **params):
+    llm.model_id = f"scripted-{uuid.uuid4().hex}"
+    return build_method("megrag", {"policy": "single", **params}, Resources(ds, llm=llm, embedder=HashEmbedder(), store_root=root))
+
+
+def test_single_policy_one_call_per_step_builds_a_path(demo, root):
+    p = Policy([single("T+S", ["s0.0", "t99.9"]), single("T", ["p999"], ans="Cork")])
+    m = _method(demo, p, root)
+    (r,) = m.answer(demo.questions[:1])
+    g = EvidenceGraph.from_dict(r.trace)
+    assert [n.composition for n in g.nodes] == ["T+S", "T"] and g.edges == [[1, "then the next hop", 2], [2, "STOP"]]
+    assert r.prediction == "Cork" and r.cost.llm_calls == 2 and len(p.prompts) == 2          # one call per step
+    assert "Candidates:\nTriples (T):" in p.prompts[0] and "Passages (P):" in p.prompts[0]    # all three granularities
+    assert g.nodes[1].dropped_ids == ["p999"] and list(g.nodes[1].evidence) == ["triples"]   # no valid id: the whole level
+    assert len(g.nodes[1].evidence["triples"]) == len(g.nodes[1].unit_ids())
+    assert "t99.9" in g.nodes[0].dropped_ids
+    assert "Step 1: query: " + demo.questions[0].question in p.prompts[1]                    # H_2 from v_1
+
+
+def test_single_policy_invalid_output_is_re_asked_then_coerced(demo, root):
+    bad = json.dumps(dict(level="T", selected=["t0.0"], intermediate_answer="A", resolved_path="a", stop=False, answer="x",
+                          missing="none", next_query="", relation=""))
+    p = Policy([bad, bad, single("T", ["t0.0"], ans="Cork")])
+    (r,) = _method(demo, p, root, budget=2).answer(demo.questions[:1])
+    n = EvidenceGraph.from_dict(r.trace).nodes[0]
+    assert n.repaired and n.coerced and not n.parsed_ok and n.llm_calls == 2 and n.next_query == demo.questions[0].question
+    assert "not usable" in p.prompts[1]
+
+
+def test_ablation_examples_show_only_what_the_variant_keeps(demo, root):
+    for params, absent in (({"relation": "none"}, "relation"), ({"history": "evidence"}, "Step 1: query")):
+        p = Policy([single("T", ["t0.0"], ans="Cork")])
+        m = _method(demo, p, root, **params)
+        m.answer(demo.questions[:1])
+        msgs = m.policy_prompt(demo.questions[0], "q", EvidenceGraph("x"), m.store and __import__("megrag_kit.megrag").megrag.Candidates([], [], []))
+        assert not any(absent in x["content"] for x in msgs), (params, absent)
+    # the cascade's node prompt too
+    from megrag_kit.megrag import node_prompt, graph_summary
+    nr = node_prompt("x", "q", "none", [], with_relation=False)
+    assert not any("relation" in x["content"] for x in nr)
+    nh = node_prompt("x", "q", "none", [], history_of=lambda g: graph_summary(g, "evidence"))
+    assert "Step 1: query" not in nh[3]["content"] and "[t0.0] Polish-Russian War" in nh[3]["content"]
+
+
+def test_serialization_is_the_inference_prompt_then_the_target_token_for_token(demo, root):
+    from transformers import AutoTokenizer
+    from megrag_kit.models import smollm2_path
+    tok = AutoTokenizer.from_pretrained(smollm2_path())
+    m = _method(demo, Policy([]), root)
+    q = demo.questions[0]
+    from megrag_kit.megrag import collect_candidates
+    cands = collect_candidates(m.store, m.store.search([q.question], 3)[0], 8, 8, ("sentences",))
+    msgs = m.policy_prompt(q, q.question, EvidenceGraph(q.question), cands)
+    target = single("T+S", ["s0.0"], ans="Żuławski")
+    s = serialize(tok, msgs, target)
+    prompt = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)       # what HFChatModel.render feeds
+    assert s["input_ids"][:s["n_prompt"]] == tok(prompt, add_special_tokens=False)["input_ids"]
+    assert tok.decode(s["input_ids"][s["n_prompt"]:]) == target + "<|im_end|>"
+    assert s["text"] + "\n" == tok.apply_chat_template(msgs + [{"role": "assistant", "content": target}], tokenize=False)
+    assert s["labels"][:s["n_prompt"]] == [-100] * s["n_prompt"] and s["labels"][s["n_prompt"]:] == s["input_ids"][s["n_prompt"]:]
+
+
+def test_disjointness_check_fails_loudly_naming_the_overlap():
+    ev = eval_questions(names=["2wikimultihopqa"])
+    e = ev["2wikimultihopqa"]
+    train = [Question("mine-1", "  " + e[3].question.upper() + "  ", ["x"]), Question(e[7].qid, "a question of my own?", ["y"]),
+             Question("mine-2", "Who wrote a question nobody asked?", ["z"])]
+    with pytest.raises(DataError, match=f"2wikimultihopqa: 2 \\(mine-1, {e[7].qid}\\)"): check_disjoint(train, ev)
+    kept, hits = check_disjoint(train, ev, drop_overlap=True)
+    assert [q.qid for q in kept] == ["mine-2"] and hits == {"2wikimultihopqa": ["mine-1", e[7].qid]}
+
+
+def test_gold_teacher_on_three_real_musique_questions(musique):
+    ds, sroot = musique
+    qs = ds.questions[:3]
+    assert [h[0] for h in gold_hops(qs[0])] == ["What company published Journal of Psychotherapy Integration?",
+                                                "Who was the first president of American Psychological Association?"]
+    assert [h[0] for h in gold_hops(qs[1])] == ["What is the performer of Hello Love?", "What city did Hank Snow live when he died?",
+                                                "Which state borders Tennessee to the east?", "how many publix stores are in North Carolina"]
+    assert gold_hops(qs[2])[1][0] == "What is a term for the Church of England and churches that align with it?"
+    llm = ScriptedLLM(openie); llm.model_id = f"scripted-{uuid.uuid4().hex}"
+    m = MEGRAG(distill_config({"n_p": 5}), Resources(ds, llm=llm, embedder=HashEmbedder(), store_root=sroot))
+    recs = gold_examples(m, qs)
+    for r in recs:
+        for e in r["examples"]:
+            o, user = json.loads(e["target"]), e["messages"][-1]["content"]
+            sub, b = gold_hops(qs[[q.qid for q in qs].index(r["qid"])])[e["step"] - 1]
+            assert f"Current query: {sub}\n" in user
+            assert all(f"[{u}] " in user for u in o["selected"])                              # ids of real candidates
+            assert o["intermediate_answer"] == b
+    r0 = recs[0]
+    if r0["kept"]:
+        traj = [e for e in r0["examples"] if e["kind"] == "trajectory"]
+        assert [json.loads(e["target"])["stop"] for e in traj] == [False, True]
+        assert json.loads(traj[1]["target"])["answer"] == qs[0].answers[0]
+        assert "intermediate answer: American Psychological Association" in traj[1]["messages"][-1]["content"]
+    else: assert "is in no candidate" in r0["reason"]
+
+
+CLI = [sys.executable, "-c", "from megrag_kit.cli import main; main()"]
+
+
+def test_sigkill_during_collect_then_the_same_command_finishes(tmp_path, stub_server):
+    def respond(body):
+        time.sleep(0.05)
+        return openie(body["messages"][-1]["content"])
+    stub_server.respond = respond
+    out = tmp_path / "ex.jsonl"
+    data = _musique_file(tmp_path / "musique8.jsonl", 8)
+    cmd = CLI + ["distill", "collect", "--teacher", "gold", "--dataset", str(data), "--limit", "8", "--batch-size", "1",
+                 "--openie-llm", f"openai:{stub_server.url}#openie", "--embedder", f"openai:{stub_server.url}#emb", "--out", str(out)]
+    env = {**os.environ, "MEGRAG_KIT_CACHE": str(tmp_path / "cache")}
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    t0 = time.time()
+    while time.time() - t0 < 120:
+        if out.exists() and out.read_bytes().count(b"\n") >= 3: break
+        if p.poll() is not None: pytest.fail(f"finished before the kill: {p.stdout.read()[-2000:]}")
+        time.sleep(0.01)
+    p.send_signal(signal.SIGKILL); p.wait()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = read_jsonl(out)
+    ds = load_training(str(data))
+    assert "header" in rows[0] and [x["qid"] for x in rows[1:]] == [q.qid for q in ds.questions[:8]]   # each once, in order
+    c = collection_counts(out)
+    assert c["questions"] == 8 and c["kept"] + c["dropped"] == 8 and f'"questions": 8' in r.stdout
+
+
+@pytest.mark.slow
+def test_five_lora_steps_lower_the_loss_and_the_adapter_reloads(musique, tmp_path):
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+    from megrag_kit.models import smollm2_path, load_llm
+    ds, sroot = musique
+    llm = ScriptedLLM(openie); llm.model_id = f"scripted-{uuid.uuid4().hex}"
+    m = MEGRAG(distill_config({"n_p": 3, "n_s": 2, "n_t": 2, "shots": 0}), Resources(ds, llm=llm, embedder=HashEmbedder(), store_root=sroot))
+    recs = [r for r in gold_examples(m, ds.questions[:12]) if r["examples"]][:1]
+    assert recs, "no grounded hop among the first 12 questions"
+    data = tmp_path / "ex.jsonl"
+    with JsonlAppender(data) as log:
+        for r in recs: log.write(dict(r, examples=r["examples"][-1:]))
+    man = train(data, tmp_path / "student", cfg=TrainConfig(steps=5, batch=1, lr=2e-3, rank=2, alpha=4, max_len=1024, val_frac=0.0,
+                                                             save_every=5), progress=False)
+    assert man["losses"][-1] < man["losses"][0] and man["steps"] == 5 and man["train_examples"] == 1
+    st = load_student(f"smollm2-135m+lora:{tmp_path / 'student'}", device="cpu", cache=False)
+    assert st.model_id.startswith("smollm2-135m-instruct-q4_1@") is False and "+lora@" in st.model_id
+    ref = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(smollm2_path(), dtype=torch.float32), tmp_path / "student").eval()
+    ex = read_examples(data)[0]
+    enc = st.tok(st.render(ex["messages"]), return_tensors="pt", add_special_tokens=False)
+    kw = dict(max_new_tokens=12, do_sample=False, pad_token_id=st.tok.pad_token_id)
+    with torch.no_grad(): a, b = st.model.generate(**enc, **kw), ref.generate(**enc, **kw)
+    assert a.tolist() == b.tolist()
+
+
+def test_model_teacher_examples_are_the_prompts_the_policy_saw(demo, root):
+    "A scripted teacher continues then stops: the kept trajectory's examples rebuild each step's prompt exactly; a wrong answer is dropped."
+    from megrag_kit.distill import teacher_examples
+    from megrag_kit.reader import answer_options
+    q0, q1 = demo.questions[0], next(q for q in demo.questions[1:] if not answer_options(q.question))
+    p = Policy([single("T+S", ["s0.0"]), single("T", ["t0.0"], ans=q0.answers[0])])
+    m = _method(demo, p, root)
+    (r,) = teacher_examples(m, [q0])
+    seen = [msgs for msgs in p.seen if not msgs[-1]["content"].startswith("Passage:")]
+    assert r["kept"] and r["f1"] == 1.0 and [e["messages"] for e in r["examples"]] == seen
+    assert [json.loads(e["target"])["stop"] for e in r["examples"]] == [False, True]
+    p2 = Policy([single("T", ["t0.0"], ans="certainly not the answer")])
+    (r2,) = teacher_examples(_method(demo, p2, root), [q1])
+    assert not r2["kept"] and r2["examples"] == [] and r2["reason"].startswith("final F1 0.00 < 0.5")
