@@ -290,7 +290,7 @@ def faithfulness(llm: ChatModel, answers: list[str], contexts: list[list[str]]) 
 @dataclass(frozen=True)
 class CARAConfig(ReaderOptions):
     "CARA's parameters (\"CARA: Causally Guided Retrieval Agent for Question Answering\", §3, §4.2; defaults are the paper's where it gives them)."
-    variant: Literal["full", "no_causal", "count", "no_causal_count", "global_search"] = param("full", "configuration (see the table above)")
+    variant: Literal["full", "no_causal", "count", "no_causal_count", "global_search"] = param("full", "full (causal module, RRF) | no_causal | count (count-based fusion) | no_causal_count (ARK) | global_search (BM25 alone)")
     agents: int = param(3, "agents per question", "m", 1, 16)
     t_max: int = param(150, "steps per agent", "T_max", 1, 1000)
     global_k: int = param(30, "GlobalSearch results", "k", 1)
@@ -331,8 +331,17 @@ class CARA(Method):
 
     @cached_property
     def kg(self) -> TextKG:
+        "The graph: the STaRK SKB at `skb`, or the corpus graph of the store (kept as a pickle keyed by the corpus and the triples on disk)."
         if self.config.skb: return read_skb(self.config.skb)
-        return corpus_kg(self.res.store, triples=self.config.triples)
+        import pickle
+        from megrag_kit.core import stable_hash
+        store = self.res.store
+        held = sorted(store.triple_view.extracted) if self.config.triples and store.llm is not None else []
+        f = store.root / "kg" / f"corpus-{stable_hash([store.ds.fingerprint(), self.config.triples, held, getattr(store, 'llm', None) and store.llm.model_id])[:16]}.pkl"
+        if f.exists(): return pickle.loads(f.read_bytes())
+        kg = corpus_kg(store, triples=self.config.triples)
+        f.parent.mkdir(parents=True, exist_ok=True); tmp = f.with_suffix(".tmp"); tmp.write_bytes(pickle.dumps(kg)); tmp.replace(f)
+        return kg
 
     @cached_property
     def tools(self) -> KGTools:
