@@ -1,0 +1,218 @@
+"""CARA: the text-rich graph and its tools on a hand-built graph, the fusions on hand-made rankings with ties, the
+causal module's parser on broken replies, the STaRK reader on an SKB written in the official layout, the agent
+loop and the method seam with a scripted model (control flow only), and one short real run on 2Wiki (slow)."""
+import json, pickle
+import numpy as np
+import pytest
+from megrag_kit.cara import (CARAAgents, CARAConfig, causal_score, completeness, count_fusion, fuse, parse_action, parse_causal,
+                             reference_answer, build_references)
+from megrag_kit.data import load_dataset
+from megrag_kit.index import EvidenceStore
+from megrag_kit.kg import KGTools, TextKG, corpus_kg, read_skb, write_skb
+from megrag_kit.method import ConfigError, Resources, build_method
+from megrag_kit.core import Dataset, Question
+from megrag_kit.retrievers import rrf
+from megrag_kit.runner import run
+from conftest import ScriptedLLM, SHARED, needs_shared
+
+
+def hand_graph():
+    "Films 0, 1 (targets), people 2, 3, country 4; edges 0-2 directed_by, 2-4 citizen_of, 1-3 directed_by, 1-2 produced_by."
+    return TextKG(names=["Film A", "Film B", "Ann Director", "Bob Director", "France"],
+                  texts=["Film A is a 1990 drama film.", "Film B is a 1995 comedy film.", "Ann Director is a French film director born in Paris.",
+                         "Bob Director is an American director.", "France is a country in Europe."],
+                  node_type=[0, 0, 1, 1, 2], node_types=["film", "person", "country"], heads=[0, 2, 1, 1], tails=[2, 4, 3, 2],
+                  edge_type=[0, 1, 0, 2], edge_types=["directed_by", "citizen_of", "produced_by"], targets=("film",))
+
+
+def test_neighbors_filter_and_rank(tmp_path):
+    kg = hand_graph()
+    assert list(kg.neighbors(2)) == [4, 0, 1]                          # CSR order: 2's own edge, then the reversed ones
+    assert kg.neighbors(1) == {3: ["directed_by"], 2: ["produced_by"]}
+    assert kg.neighbors(2, node_types=["film"], edge_types=["directed_by"]) == {0: ["directed_by"]}
+    assert kg.neighbors(4, node_types=["film"]) == {}
+    with pytest.raises(ValueError, match="unknown edge types"): kg.neighbors(0, edge_types=["acted_in"])
+    tools = KGTools(kg, tmp_path)
+    # "comedy film": Film B has both words, Film A only "film", France none (score 0, kept after the positive ones)
+    got = tools.neighbors(2, "comedy film")
+    assert [(u, r) for u, _, r in got] == [(1, ["produced_by"]), (0, ["directed_by"]), (4, ["citizen_of"])]
+    assert got[0][1] > got[1][1] > 0 and got[2][1] == 0
+    assert [u for u, _, _ in tools.neighbors(2, "comedy film", node_types=["film"], k=1)] == [1]
+    assert [v for v, _ in tools.global_search("director")] == [3, 2]        # shorter text first under BM25 length norm
+    assert [v for v, _ in tools.global_search("Paris director", targets_only=True)] == []
+    assert (tmp_path / "bm25").is_dir() and len(list((tmp_path / "bm25").iterdir())) == 1   # built once, saved
+    KGTools(kg, tmp_path).global_search("director")
+    assert len(list((tmp_path / "bm25").iterdir())) == 1
+
+
+def test_graph_checks():
+    with pytest.raises(ValueError, match="outside"): TextKG(["a"], ["a"], [0], ["t"], [0], [3], [0], ["r"])
+    with pytest.raises(ValueError, match="target types"): TextKG(["a"], ["a"], [0], ["t"], [], [], [], ["r"], targets=("paper",))
+
+
+def test_fusion_with_ties():
+    lists = [["a", "b", "c"], ["c", "d", "a"], ["b", "d", "e"]]
+    fused = dict(rrf(lists, 60))
+    assert fused["a"] == pytest.approx(1 / 61 + 1 / 63) and fused["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused["d"] == pytest.approx(2 / 62) and fused["e"] == pytest.approx(1 / 63)
+    # b highest; a and c tie exactly with the same best rank 1 -> first seen (a); d = 0.0322581 < 0.0322662
+    assert fuse(lists, "rrf") == ["b", "a", "c", "d", "e"]
+    # counts: a, b, c, d 2 votes; best ranks 1, 1, 1, 2 -> a, b, c (first appearance), d; e 1 vote
+    assert count_fusion(lists) == [("a", 2), ("b", 2), ("c", 2), ("d", 2), ("e", 1)]
+    # k0 = 0: s ranks (3, 3) -> 1/3 + 1/3; t ranks (6, 2) -> 1/6 + 1/2: equal RRF, and t's best rank 2 beats s's 3
+    # although s is seen first; a and e tie at 1 with best rank 1 -> first seen (a)
+    assert fuse([["a", "b", "s", "c", "d", "t"], ["e", "t", "s"]], "rrf", k0=0) == ["a", "e", "t", "s", "b", "c", "d"]
+    assert fuse([["x", "y"], ["y", "x"]], "count") == ["x", "y"]
+    with pytest.raises(ValueError): fuse(lists, "borda")
+
+
+def test_count_fusion_best_rank_tiebreak():
+    # m: lists 1 (rank 1) and 3 (rank 2) -> 2 votes, best 1; n: lists 1 (rank 2) and 2 (rank 1) -> 2 votes, best 1;
+    # m seen first -> m, n; o: 1 vote
+    assert count_fusion([["m", "n"], ["n"], ["o", "m"]]) == [("m", 2), ("n", 2), ("o", 1)]
+    # equal votes, different best rank: s (ranks 3, 3) after t (ranks 2, 1) although s is seen first
+    assert [v for v, _ in count_fusion([["u", "s", "t"], ["t", "v", "s"]])] == ["t", "s", "u", "v"]
+
+
+def test_causal_parsing_with_broken_lines():
+    reply = ("1 | 0.9 | 0.8 | 0.7\n"      # fine
+             "[2] | 50% | 20% | 100%\n"    # percentages
+             "3. 0.3, 1.4, 0.5\n"          # other separators, one value clipped
+             "1 | 0 | 0 | 0\n"             # duplicate of 1: the first is kept
+             "The second node is better.\n"  # prose
+             "9 | 0.5 | 0.5 | 0.5\n"       # no candidate 9
+             "4 | high | 0.2 | 0.1\n")     # a word for a number
+    scores, cnt = parse_causal(reply, 5, missing_score=0.1)
+    assert scores == [(0.9, 0.8, 0.7), (0.5, 0.2, 1.0), (0.3, 1.0, 0.5), (0.1, 0.1, 0.1), (0.1, 0.1, 0.1)]
+    assert cnt == dict(parsed=3, missing=2, malformed=3, clipped=1, duplicate=1)
+    assert causal_score(0.9, 0.8, 0.7) == pytest.approx(0.5 * (0.5 * 0.9 + 0.5 * 0.8) + 0.5 * 0.7)
+    assert causal_score(0.9, 0.8, 0.7, lam=0.25, alpha=0.75) == pytest.approx(0.75 * (0.25 * 0.9 + 0.75 * 0.8) + 0.25 * 0.7)
+
+
+def test_parse_action():
+    assert parse_action("Neighbors: 2 | born where | edge=mentions,directed_by", 2, "Q") == \
+        {"tool": "Neighbors", "i": 1, "q": "born where", "node_types": None, "edge_types": ["mentions", "directed_by"]}
+    assert parse_action("search: Aretha", 0, "Q") == {"tool": "GlobalSearch", "q": "Aretha"}
+    assert parse_action("GlobalSearch:", 0, "Q") == {"tool": "GlobalSearch", "q": "Q"}
+    assert parse_action("Append: 0, 4", 3, "Q") is None and parse_action("Neighbors: two", 3, "Q") is None
+
+
+def _skb(tmp_path, dicts=True):
+    info = {0: {"title": "Sea Pearls Vinyl Coated Lace Thru Weights", "brand": "Sea Pearls", "feature": ["vinyl coated", "lace thru"],
+                "review": [{"summary": "great", "reviewText": "fits my belt"}], "price": -1},
+            1: {"title": "Pocket Weights 10Lb", "description": ["BCD scuba weight"]},
+            2: {"brand_name": "Sea Pearls"}, 3: {"category_name": "diving weights"}}
+    return write_skb(tmp_path, info, [(0, 1, 1), (0, 2, 2), (0, 3, 3), (1, 3, 3)], [0, 0, 1, 2],
+                     {0: "product", 1: "brand", 2: "category"} if dicts else {}, {0: "also_buy", 1: "also_view", 2: "has_brand", 3: "has_category"})
+
+
+def test_stark_reader_on_written_skb(tmp_path):
+    d = _skb(tmp_path / "amazon" / "processed" / "cache" / "brand-category-color")
+    for folder in (tmp_path / "amazon", tmp_path / "amazon" / "processed", d):        # every level a user may point at
+        kg = read_skb(folder)
+        assert kg.name == "stark-amazon" and kg.targets == ("product",) and len(kg) == 4 and kg.n_edges == 4
+    assert kg.names == ["Sea Pearls Vinyl Coated Lace Thru Weights", "Pocket Weights 10Lb", "Sea Pearls", "diving weights"]
+    assert kg.texts[0] == ("- product: Sea Pearls Vinyl Coated Lace Thru Weights\n- brand: Sea Pearls\n- features: vinyl coated; lace thru\n"
+                           "- reviews: summary: great; reviewText: fits my belt")
+    assert kg.texts[3] == "- category: diving weights"
+    assert kg.neighbors(3) == {0: ["has_category"], 1: ["has_category"]}
+    assert kg.neighbors(0, node_types=["product"]) == {1: ["also_view"]}
+    assert [kg.is_target(v) for v in range(4)] == [True, True, False, False]
+    tools = KGTools(kg, tmp_path / "idx")
+    assert [v for v, _ in tools.global_search("vinyl lace weights", targets_only=True)] == [0, 1]
+
+
+def test_stark_reader_errors(tmp_path):
+    (tmp_path / "prime").mkdir()
+    with pytest.raises(FileNotFoundError) as e: read_skb(tmp_path / "prime")
+    msg = str(e.value)
+    for part in ("node_info.pkl", "edge_index.pt", "edge_types.pt", "node_types.pt", "snap-stanford/stark", "skb/prime/processed.zip"):
+        assert part in msg
+    d = write_skb(tmp_path / "mag", {0: {"DisplayName": "A. Author"}, 1: {"OriginalTitle": "A paper", "abstract": "On magnetism."}},
+                  [(0, 1, 3)], [0, 3], {}, {})
+    for f in ("node_type_dict.pkl", "edge_type_dict.pkl"): (d / f).unlink()
+    kg = read_skb(d)                                        # MAG: the type dictionaries fixed in STaRK's code
+    assert kg.targets == ("paper",) and kg.neighbors(0) == {1: ["author___writes___paper"]}
+    assert kg.texts[1] == "- paper title: A paper\n- abstract: On magnetism."
+    (d / "node_info.pkl").write_bytes(pickle.dumps({0: {}, 7: {}}))
+    with pytest.raises(Exception, match="node ids \\[7\\]"): read_skb(d)
+
+
+def test_corpus_graph_on_demo(tmp_path):
+    ds = load_dataset("demo")
+    kg = corpus_kg(EvidenceStore(ds, root=tmp_path, show_progress=False))
+    P = len(ds.corpus)
+    assert kg.texts[:P] == [p.content for p in ds.corpus] and kg.targets == ("passage",)
+    assert all(kg.type_of(v) == "entity" for v in range(P, len(kg)))
+    # every passage mentions its own title entity, and an entity's text starts with its name
+    for p in (0, 17, P - 1):
+        ents = [u for u in kg.neighbors(p) if kg.names[u] == ds.corpus[p].title]
+        assert ents and kg.texts[ents[0]].startswith(ds.corpus[p].title)
+
+
+def test_agents_scripted_control_flow(tmp_path):
+    "Scripted replies (control flow only): T_max stops the loop, a non-action falls back and is counted, two agents get two seeds."
+    kg = hand_graph(); tools = KGTools(kg, tmp_path)
+    seeds = []
+    def script(msg):
+        return "no idea" if "Results:\n(none)" not in msg else "GlobalSearch: drama film"
+    llm = ScriptedLLM(script)
+    orig = llm.generate
+    def spy(prompts, **kw): seeds.append(kw.get("seed")); return orig(prompts, **kw)
+    llm.generate = spy
+    out = CARAAgents(tools, llm, CARAConfig(agents=2, t_max=3, show=2, variant="no_causal")).run(["Which drama film?"], seed=1)[0]
+    # step 1 GlobalSearch -> [Film A, Film B]; steps 2, 3 unparsed -> fallback Append of the first unappended target
+    assert out["lists"] == [[0, 1], [0, 1]]
+    assert out["counts"]["agent_calls"] == 6 and out["counts"]["agent_unparsed"] == 4 and out["counts"]["causal_calls"] == 0
+    assert out["counts"]["global_search_calls"] == 2 and out["counts"]["nodes_examined"] == 4
+    assert sorted(set(seeds)) == [1000, 1001]
+
+
+def test_method_seam_scripted(tmp_path):
+    "The registered method through the runner on the demo corpus (scripted model: control flow only)."
+    ds = load_dataset("demo")
+    ds = Dataset(ds.name, ds.questions[:2], ds.corpus)
+    llm = ScriptedLLM(lambda m: "Finish" if "Next action" in m else "unknown")
+    res = Resources(ds, llm=llm, embedder=None, store_root=tmp_path / "store")
+    bm = build_method("cara", dict(variant="global_search", read=False), res)
+    s = run(bm, ds, tmp_path / "gs", show_progress=False)
+    assert s["n"] == 2 and s["llm_calls"] == 0 and "mrr" in s and s["appended"] == 0
+    rows = [json.loads(l) for l in (tmp_path / "gs" / "predictions.jsonl").read_text().splitlines()]
+    bm25 = KGTools(bm.kg, tmp_path / "store" / "kg")
+    for r, q in zip(rows, ds.questions):
+        assert r["retrieved"] == [v for v, _ in bm25.global_search(q.question, 30, targets_only=True)]
+    m = build_method("cara", dict(agents=2, t_max=2), res)
+    s = run(m, ds, tmp_path / "full", show_progress=False)
+    assert s["agent_calls"] == 2 and s["manifest"]["run_name"] == "cara-full"   # each agent finishes at its first step
+    assert [json.loads(l)["retrieved"] for l in (tmp_path / "full" / "predictions.jsonl").read_text().splitlines()] == [r["retrieved"] for r in rows]
+    with pytest.raises(ConfigError): build_method("cara", dict(lam=1.5), res)
+
+
+def test_reference_answers(tmp_path):
+    d = _skb(tmp_path / "amazon")
+    kg = read_skb(d)
+    ds = Dataset("stark-amazon", [Question("7", "Diving weights for my belt?", [], [0, 1])], [])
+    llm = ScriptedLLM(["Answer: Try Pocket Weights 10Lb.", "Answer: Sea Pearls Vinyl Coated Lace Thru Weights and Pocket Weights 10Lb both fit."])
+    out = tmp_path / "refs.jsonl"
+    assert build_references(kg, ds, llm, out) == dict(done=1, passed=1, mean_completeness=1.0)
+    row = json.loads(out.read_text())
+    assert row["tries"] == 2 and row["answer"].startswith("Sea Pearls")
+    assert build_references(kg, ds, ScriptedLLM([]), out)["done"] == 1        # resumed: nothing asked again
+    assert completeness("pocket weights 10lb", ["Pocket Weights 10Lb", "Other"]) == 0.5
+
+
+@pytest.mark.slow
+@needs_shared
+def test_real_agents_on_two_2wiki_questions(smollm, tmp_path):
+    "SmolLM2-135M as agent and causal module on the real 2Wiki corpus graph, 2 questions, 1 agent, 2 steps."
+    ds = load_dataset("2wikimultihopqa", SHARED)
+    ds = Dataset(ds.name, ds.questions[:2], ds.corpus)
+    res = Resources(ds, llm=smollm, embedder=None, store_root=tmp_path)
+    m = build_method("cara", dict(agents=1, t_max=2, show=3, neighbors_k=3, snippet_chars=80, read=False, triples=False), res)
+    answers = m.answer(ds.questions)
+    for q, a in zip(ds.questions, answers):
+        steps = a.trace["agents"][0]
+        assert 1 <= len(steps) <= 2 and a.fields["agent_calls"] == len(steps)
+        assert len(a.retrieved) == 30 and all(0 <= p < len(ds.corpus) for p in a.retrieved)
+        assert a.fields["causal_calls"] == sum(1 for s in steps if s["action"]["tool"] == "Neighbors" and s.get("results"))
+        assert a.cost.llm_calls == a.fields["agent_calls"] + a.fields["causal_calls"]
