@@ -55,11 +55,13 @@ def _models():
     return str(llm), str(emb)
 
 
-def flashrag_run(work: Path, pipeline: str, k: int, iters: int, threads: int):
-    import torch
+def flashrag_run(work: Path, pipeline: str, k: int, iters: int, threads: int, reuse_index: Path | None = None):
+    import shutil, torch
     llm, emb = _models()
     index_dir = work / "index"
     index = index_dir / "minilm_Flat.index"
+    if not index.exists() and reuse_index:              # the kit's faiss file of the same passages and model (IndexFlatIP, row = id)
+        index_dir.mkdir(parents=True, exist_ok=True); shutil.copy(reuse_index, index)
     if not index.exists():
         import subprocess
         subprocess.run([sys.executable, "-m", "flashrag.retriever.index_builder", "--retrieval_method", "minilm", "--model_path", emb,
@@ -117,22 +119,52 @@ def _row(pipeline, item) -> dict:
         ranked = [int(d["id"]) for d in last]
         steps = [dict(query=None, hits=[int(d["id"]) for d in o[f"retrieval_result_iter_{i}"]], output=o.get(f"pred_iter_{i}")) for i in iters]
         calls = len(iters)
-    else:
-        docs = o.get("retrieval_result", [])
-        ranked = [int(d["id"]) for d in reversed(docs)]      # kept by ascending score: best first is reversed
-        steps = [dict(output=t) for t in o.get("iter_outputs", o.get("thoughts", []))] if isinstance(o.get("iter_outputs", o.get("thoughts")), list) else []
-        calls = o.get("llm_calls")
-    return dict(id=item.id, question=item.question, prediction=o.get("pred", ""), retrieved=ranked, llm_calls=calls, steps=steps,
-                output_keys=sorted(o))
+    else:                                                   # IRCOTPipeline: intermediate_output_iter{n} per reason step
+        ranked = [int(d["id"]) for d in reversed(o.get("retrieval_result", []))]   # kept by ascending score: reversed is best first
+        iters = sorted(int(k[len("intermediate_output_iter"):]) for k in o if k.startswith("intermediate_output_iter"))
+        steps = [dict(thought=o[f"intermediate_output_iter{i}"]["new_thought"]) for i in iters]
+        calls = len(iters)
+    return dict(id=item.id, question=item.question, prediction=o.get("pred", ""), raw_prediction=o.get("raw_pred"), retrieved=ranked,
+                llm_calls=calls, steps=steps)
 
 
 # ---- step 3 (kit venv)
 
+METRICS = ("em", "f1", "acc", "recall@5")
+
+DIFFERENCES = """## What differs between the two implementations (read from FlashRAG's source)
+
+Shared: the questions, the corpus (FlashRAG searches the kit's faiss file of the same MiniLM passage vectors; it
+encodes the queries with its own sentence-transformers encoder), the two models (the same SmolLM2-135M-Instruct folder,
+greedy decoding), `k = 5` passages per query and the loop lengths (ITER-RETGEN 3 rounds, IRCoT at most 2 reason steps).
+What remains different, by design of each implementation:
+
+- **The answer step.** The kit answers with its shared reader: a few-shot prompt (seven 2Wiki-template examples), the
+  first `reader_max_passages = 3` passages shown best last, answers cut at the first line and read by
+  `extract_answer`, and comparison or yes/no questions decoded under their two options (one re-ask when the reply is
+  not one of them). FlashRAG's ITER-RETGEN answers each round with its zero-shot reference prompt over all 5 passages
+  (up to 32 tokens, kept whole); FlashRAG's IRCoT has no reader at all: its prediction is the text after
+  "So the answer is:" in the chain, or the whole chain when it never says so. This is where EM and F1 part.
+- **IRCoT's reason step.** FlashRAG prompts the raw text (no chat template for a local model) with one demonstration
+  and every pooled passage in ascending score order, stops each thought at the first `.` or newline, and appends the
+  thoughts right after `Thought:`. The kit uses the chat template, seven short demonstrations, the best 5 pooled
+  passages shown best last, keeps the first sentence of up to 48 tokens, and caps the pool at 15.
+- **The ranked lists.** Both rank ITER-RETGEN by the last round's hits and IRCoT's pool by best cosine, so Recall@5
+  differences come from the queries the two loops wrote (the thoughts, the round answers), not from the ranking rule.
+- **LLM calls.** FlashRAG counts one call per generation (its reader-free IRCoT: one per reason step); the kit counts
+  the reader's calls too, including re-asks of constrained answers.
+"""
+
+
 def report(kit_runs: list[Path], out: Path):
+    """Score both sides with the kit's metrics on the questions both answered; write a Markdown table per pipeline
+    (mean and 95% bootstrap interval per side, paired bootstrap of kit - FlashRAG, LLM calls per question)."""
     from megrag_kit.core import Question
     from megrag_kit.metrics import bootstrap_ci, paired_bootstrap
     from megrag_kit.runner import read_predictions, score
-    lines = []
+    lines = ["# The kit's IRCoT and ITER-RETGEN beside FlashRAG's", "",
+             "Regenerate: `python benchmarks/flashrag_compare.py report --kit " + " ".join(str(r) for r in kit_runs) + "` "
+             "(FlashRAG's rows: `benchmarks/results/flashrag/<pipeline>.jsonl`, made by the `flashrag` step; see the script's docstring).", ""]
     for run in kit_runs:
         mf = json.loads((run / "run.json").read_text())
         pipeline = mf["method"]
@@ -141,42 +173,40 @@ def report(kit_runs: list[Path], out: Path):
         fr = {r["id"]: r for r in map(json.loads, fr_path.read_text().splitlines())}
         meta = json.loads(fr_path.with_suffix(".meta.json").read_text())
         ids = [i for i in kit if i in fr]
-        rows = {"kit": [], "flashrag": []}
+        if not ids: lines += [f"### {pipeline}: no question answered on both sides yet", ""]; continue
+        sc = {"kit": {}, "flashrag": {}}
         for i in ids:
             k = kit[i]
             q = Question(i, k["question"], k["gold_answers"], k["gold_pids"])
-            rows["kit"].append(dict(score(q, k["prediction"], k["retrieved"]), llm_calls=k["llm_calls"]))
-            rows["flashrag"].append(dict(score(q, fr[i]["prediction"], fr[i]["retrieved"]), llm_calls=fr[i]["llm_calls"]))
-        lines += [f"### {pipeline}: kit {mf['params']} vs FlashRAG {meta['pipeline']} (iterations {meta['iters']}, top-k {meta['k']})", "",
-                  f"n = {len(ids)} questions; 95% bootstrap intervals; paired difference kit - FlashRAG.", "",
+            sc["kit"][i], sc["flashrag"][i] = score(q, k["prediction"], k["retrieved"]), score(q, fr[i]["prediction"], fr[i]["retrieved"])
+        lines += [f"## {pipeline}", "",
+                  f"kit: `{run}` (parameters {json.dumps(mf['params'])}); FlashRAG {meta['flashrag']} `{meta['pipeline']}` "
+                  f"({'max_iter' if pipeline == 'ircot' else 'iter_num'} = {meta['iters']}, retrieval_topk = {meta['k']}). "
+                  f"n = {len(ids)} questions (the first {len(ids)} of 2WikiMultiHopQA), scored by the kit's metrics; "
+                  "95% bootstrap intervals; the last column is the paired bootstrap of kit - FlashRAG.", "",
                   "| metric | kit | FlashRAG | kit - FlashRAG |", "|---|---|---|---|"]
-        for m in ("em", "f1", "acc", "recall@5"):
-            a, b = [r.get(m, 0.0) for r in rows["kit"]], [r.get(m, 0.0) for r in rows["flashrag"]]
-            ma, la, ha = bootstrap_ci(a); mb, lb, hb = bootstrap_ci(b)
-            d = paired_bootstrap(a, b)
-            lines.append(f"| {m} | {100*ma:.1f} [{100*la:.1f}, {100*ha:.1f}] | {100*mb:.1f} [{100*lb:.1f}, {100*hb:.1f}] | {_diff(d)} |")
-        ck = sum(r["llm_calls"] for r in rows["kit"]) / len(ids)
-        cf = meta["llm_calls"] / meta["n"]
-        lines += [f"| LLM calls / question | {ck:.2f} | {cf:.2f} | |", ""]
-        same1 = sum(_first_hits(kit[i], pipeline)[:5] == _first_fr(fr[i])[:5] for i in ids)
-        lines += [f"First retrieval (the question alone) identical top-5 on both sides: {same1} of {len(ids)} questions.", ""]
+        for m in METRICS:
+            a_, b_ = ({i: sc[side][i].get(m, 0.0) for i in ids} for side in ("kit", "flashrag"))
+            (ma, la, ha), (mb, lb, hb) = bootstrap_ci(list(a_.values())), bootstrap_ci(list(b_.values()))
+            d = paired_bootstrap(a_, b_)
+            lines.append(f"| {m} | {100*ma:.1f} [{100*la:.1f}, {100*ha:.1f}] | {100*mb:.1f} [{100*lb:.1f}, {100*hb:.1f}] | "
+                         f"{100*d['diff']:+.1f} [{100*d['lo']:+.1f}, {100*d['hi']:+.1f}] |")
+        ck = sum(kit[i]["llm_calls"] for i in ids) / len(ids)
+        cf = sum(fr[i]["llm_calls"] for i in ids) / len(ids)
+        lines += [f"| LLM calls / question | {ck:.2f} | {cf:.2f} | {ck - cf:+.2f} |", ""]
+        if pipeline == "iter_retgen":
+            same = sum([h[0] for h in kit[i]["trace"]["rounds"][0]["hits"]] == fr[i]["steps"][0]["hits"] for i in ids)
+            lines += [f"Round 1 (the question alone): the same top-{meta['k']} passages in the same order on both sides for {same} of {len(ids)} questions.", ""]
+        else:
+            steps = sum(kit[i]["steps"] for i in ids) / len(ids)
+            fsteps = sum(len(fr[i]["steps"]) for i in ids) / len(ids)
+            done_k = sum(kit[i]["trace"]["stopped"] == "answer" for i in ids)
+            done_f = sum(any("So the answer is:" in s["thought"] for s in fr[i]["steps"]) for i in ids)
+            lines += [f"Reason steps per question: kit {steps:.2f}, FlashRAG {fsteps:.2f}; chains that announced an answer: kit {done_k}, FlashRAG {done_f} of {len(ids)}.", ""]
+        lines += [f"FlashRAG wall time: {meta['wall_s']} s for {meta['n']} questions ({meta['threads']} torch threads, shared machine).", ""]
+    lines += [DIFFERENCES]
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines)); print(f"wrote {out}")
-
-
-def _diff(d) -> str:
-    if isinstance(d, dict): return f"{100*d['diff']:+.1f} [{100*d['lo']:+.1f}, {100*d['hi']:+.1f}]"
-    mean, lo, hi = d[:3]
-    return f"{100*mean:+.1f} [{100*lo:+.1f}, {100*hi:+.1f}]"
-
-
-def _first_hits(row, pipeline):
-    t = row["trace"]
-    return [h[0] for h in (t["steps"][0]["hits"] if pipeline == "ircot" else t["rounds"][0]["hits"])]
-
-
-def _first_fr(row):
-    return row["steps"][0]["hits"] if row["steps"] and "hits" in row["steps"][0] else []
 
 
 if __name__ == "__main__":
@@ -186,9 +216,10 @@ if __name__ == "__main__":
     p.add_argument("--data-dir", default=None)
     f = sub.add_parser("flashrag"); f.add_argument("--work", type=Path, required=True); f.add_argument("--pipeline", choices=list(PIPELINES), required=True)
     f.add_argument("--k", type=int, default=5); f.add_argument("--iters", type=int, default=None); f.add_argument("--threads", type=int, default=2)
+    f.add_argument("--reuse-index", type=Path, default=None, help="a faiss file of the same corpus and embedder to search instead of building one")
     r = sub.add_parser("report"); r.add_argument("--kit", type=Path, nargs="+", required=True)
     r.add_argument("--out", type=Path, default=RESULTS / "flashrag_compare.md")
     a = ap.parse_args()
     if a.cmd == "prepare": prepare(a.work, a.limit, a.data_dir)
-    elif a.cmd == "flashrag": flashrag_run(a.work, a.pipeline, a.k, a.iters or (2 if a.pipeline == "ircot" else 3), a.threads)
+    elif a.cmd == "flashrag": flashrag_run(a.work, a.pipeline, a.k, a.iters or (2 if a.pipeline == "ircot" else 3), a.threads, a.reuse_index)
     else: report(a.kit, a.out)
