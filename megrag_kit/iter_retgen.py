@@ -9,10 +9,9 @@ from typing import Literal
 from .metrics import normalize_answer
 from .models import Cost
 from .method import Answer, Method, ReaderOptions, param, register
-from .ircot import merge_hits
 
 # %% auto #0
-__all__ = ['IterRetGenConfig', 'IterRetGen']
+__all__ = ['IterRetGenConfig', 'pool_by_score', 'IterRetGen']
 
 # %% ../nbs/12_iter_retgen.ipynb #f8dbdedf
 @dataclass(frozen=True)
@@ -25,6 +24,16 @@ class IterRetGenConfig(ReaderOptions):
 
 def _same(a: str, b: str) -> bool: return normalize_answer(a) == normalize_answer(b)
 
+def pool_by_score(rounds: list[list[tuple[int, float]]]) -> list[tuple[int, float]]:
+    """Every round's hits `[(pid, cosine), ...]` as one list: each passage once with its best cosine, best first, a tie
+    kept in order of first appearance (the `ranking="merged"` list; the same rule as IRCoT's pool, `ircot.merge_hits`,
+    restated here so that method modules import only the foundation)."""
+    best: dict[int, float] = {}
+    for hits in rounds:
+        for pid, s in hits:
+            if pid not in best or s > best[pid]: best[pid] = float(s)
+    return sorted(best.items(), key=lambda x: -x[1])
+
 @register
 class IterRetGen(Method):
     """ITER-RETGEN ("Enhancing Retrieval-Augmented Large Language Models with Iterative Retrieval-Generation
@@ -34,7 +43,7 @@ class IterRetGen(Method):
     question's rounds when its answer repeats the previous one (normalized text).
 
     `retrieved`: the last round's `k` ids (`ranking="last"`) or every round's pooled by best cosine (`"merged"`,
-    `merge_hits`). `trace`: `rounds`, one dict per round: `query`, `hits` as `[pid, cosine]`, `answer`, `raw`;
+    `pool_by_score`). `trace`: `rounds`, one dict per round: `query`, `hits` as `[pid, cosine]`, `answer`, `raw`;
     `stopped` (`iterations` or `same_answer`). `fields`: `rounds` (rounds run). `cost`: every reader call."""
     name = "iter_retgen"
     Config = IterRetGenConfig
@@ -59,7 +68,7 @@ class IterRetGen(Method):
         out = []
         for i in range(len(qs)):
             rs = rounds[i]
-            ranked = rs[-1]["hits"] if c.ranking == "last" else merge_hits([r["hits"] for r in rs])
+            ranked = rs[-1]["hits"] if c.ranking == "last" else pool_by_score([r["hits"] for r in rs])
             trace = dict(rounds=[{**r, "hits": [[p, round(x, 4)] for p, x in r["hits"]]} for r in rs], stopped=stopped[i] or "iterations")
             out.append(Answer(rs[-1]["answer"], [p for p, _ in ranked], trace, costs[i], {"rounds": len(rs)}))
         return out
