@@ -78,6 +78,7 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
         batch_size: int = typer.Option(8, min=1, help="questions per batch (prompts per forward pass; requests in flight to a server)"),
         openie: str = typer.Option("lazy", help="triple view: lazy | eager"),
         chunking: str = typer.Option("truncate", help="passages longer than the embedder's limit: truncate | window (max over windows)"),
+        openie_backend: str = typer.Option("llm", help="who fills the triple view: llm (the LLM's few-shot OpenIE) | parser (spaCy dependency rules, pip extra: parser)"),
         seed: int = typer.Option(0, min=0),
         cache: bool = typer.Option(True, help="use the persistent LLM call cache"),
         data_dir: Path = typer.Option(None, help="benchmark data folder (default: $MEGRAG_KIT_DATA or ../shared/data beside the checkout)"),
@@ -90,16 +91,18 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     discover(plugin or [])                                  # every check below runs before any model loads
     if openie not in ("lazy", "eager"): raise typer.BadParameter(f"--openie must be lazy or eager, not {openie!r}")
     if chunking not in ("truncate", "window"): raise typer.BadParameter(f"--chunking must be truncate or window, not {chunking!r}")
+    if openie_backend not in ("llm", "parser"): raise typer.BadParameter(f"--openie-backend must be llm or parser, not {openie_backend!r}")
     try: cls = get_method(method); config = cls.Config.from_dict(parse_sets(set_), owner=method)
     except (KeyError, ConfigError) as e: raise typer.BadParameter(str(e).strip('"'))
     llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
     if out is not None: check_run_folder(out)
     set_seed(seed); device = resolve_device(device)
     ds = load_dataset(dataset, data_dir)
-    res = Resources(ds, llm, embedder, device=device, batch_size=batch_size, cache=cache, openie=openie, chunking=chunking, llm_options=opts)
+    res = Resources(ds, llm, embedder, device=device, batch_size=batch_size, cache=cache, openie=openie, chunking=chunking, llm_options=opts,
+                    openie_backend=openie_backend)
     m = cls(config, res)
     out = check_run_folder(out or Path("runs") / f"{m.run_name()}-{ds.name}")
-    s = run_questions(m, ds, out, limit, batch_size, seed=seed, manifest=dict(device=device, chunking=chunking, llm_options=opts))
+    s = run_questions(m, ds, out, limit, batch_size, seed=seed, manifest=dict(device=device, chunking=chunking, openie_backend=openie_backend, llm_options=opts))
     typer.echo(format_summary(s)); typer.echo(f"wrote {out}/predictions.jsonl and {out}/summary.json")
     if s.get("failed"): raise typer.Exit(3)                 # 3: finished, but some questions failed (the same command retries them)
 
@@ -127,6 +130,7 @@ def index(dataset: str = typer.Option("demo"), views: str = typer.Option("passag
           llm: str = typer.Option("smollm2-135m"), embedder: str = typer.Option("minilm"), device: str = typer.Option("auto"),
           llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable; see run)"),
           chunking: str = typer.Option("truncate", help="truncate | window"),
+          openie_backend: str = typer.Option("llm", help="who fills the triple view: llm (the LLM's few-shot OpenIE) | parser (spaCy dependency rules, pip extra: parser)"),
           data_dir: Path = typer.Option(None),
           limit: int = typer.Option(None, min=1, help="triple view only for the passages the first N questions retrieve (their top --k)"),
           k: int = typer.Option(10, min=1, help="passages per question with --limit (MEGRAG's N_P)")):
@@ -139,10 +143,11 @@ def index(dataset: str = typer.Option("demo"), views: str = typer.Option("passag
     bad = [v for v in vs if v not in ("passage", "sentence", "triple")]
     if bad or not vs: raise typer.BadParameter(f"--views takes a comma list of passage, sentence, triple; got {views!r}")
     if chunking not in ("truncate", "window"): raise typer.BadParameter(f"--chunking must be truncate or window, not {chunking!r}")
+    if openie_backend not in ("llm", "parser"): raise typer.BadParameter(f"--openie-backend must be llm or parser, not {openie_backend!r}")
     llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
     ds = load_dataset(dataset, data_dir)
     res = Resources(ds, llm, embedder, device=resolve_device(device), openie="eager" if "triple" in vs and limit is None else "lazy",
-                    chunking=chunking, llm_options=opts)
+                    chunking=chunking, llm_options=opts, openie_backend=openie_backend)
     store, pids = res.store, None
     if limit is not None:
         pids = list(dict.fromkeys(p for h in store.search([q.question for q in ds.questions[:limit]], k) for p, _ in h))

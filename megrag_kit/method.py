@@ -128,7 +128,8 @@ class Resources:
 
     `llm`, `embedder`: a spec string (`load_llm` / `load_embedder`), an object, or `None` (none in this run); `device`: auto|cpu|cuda;
     `batch_size`: prompts per forward pass of a local model, concurrent requests to a server; `cache`: the
-    persistent LLM call cache; `openie`: `lazy` or `eager` triple view; `store_root`: the store folder
+    persistent LLM call cache; `openie`: `lazy` or `eager` triple view; `openie_backend`: who fills the triple view, `llm`
+    (the LLM's few-shot OpenIE) or `parser` (spaCy dependency rules, `ParserOpenIE`); `store_root`: the store folder
     (default: the cache); `chunking`: the store's dense passage vectors, `truncate` (one per passage, cut at the
     embedder's input limit) or `window` (overlapping windows, a passage scoring its best one; see `DenseIndex`),
     `ValueError` for another value; `llm_options`: keywords for the LLM backend (`LLM_OPTIONS`: `think_tokens`,
@@ -136,10 +137,11 @@ class Resources:
     loads. `loaded()` tells which models were actually built (for the run manifest)."""
     def __init__(self, dataset: Dataset, llm: str | ChatModel | None = "smollm2-135m", embedder: str | Embedder | None = "minilm",
                  device: str = "auto", batch_size: int = 8, cache: bool = True, openie: str = "lazy", store_root=None,
-                 chunking: str = "truncate", llm_options: dict | None = None):
+                 chunking: str = "truncate", llm_options: dict | None = None, openie_backend: str = "llm"):
         if chunking not in ("truncate", "window"): raise ValueError(f"chunking must be truncate|window, got {chunking!r}")
         self.dataset, self.device, self.batch_size, self.cache, self.openie, self.store_root = dataset, device, batch_size, cache, openie, store_root
-        self.chunking = chunking
+        if openie_backend not in ("llm", "parser"): raise ValueError(f"openie_backend must be llm|parser, got {openie_backend!r}")
+        self.chunking, self.openie_backend = chunking, openie_backend
         spec = lambda x: x if isinstance(x, str) or x is None else getattr(x, "model_id", type(x).__name__)
         self.llm_spec, self.embedder_spec = spec(llm), spec(embedder)
         self.llm_options = check_llm_options(self.llm_spec, llm_options) if isinstance(self.llm_spec, str) else dict(llm_options or {})
@@ -160,7 +162,7 @@ class Resources:
     @cached_property
     def store(self) -> EvidenceStore:
         return EvidenceStore(self.dataset, _Deferred(lambda: self.embedder), _Deferred(lambda: self.llm), root=self.store_root, openie=self.openie,
-                             chunking=self.chunking)
+                             chunking=self.chunking, openie_backend=self.openie_backend)
 
     def loaded(self) -> dict:
         "`{'llm': model_id, 'embedder': model_id}` for the models built so far (absent: never loaded)."

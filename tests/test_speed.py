@@ -96,3 +96,28 @@ def test_bf16_embedder_vectors_are_close_to_fp32(minilm):
     assert v16.dtype == np.float32 and v16.shape == (3, 384) and e16.model_id == minilm.model_id + "+bf16"
     assert np.allclose(np.linalg.norm(v16, axis=1), 1, atol=1e-5)
     assert (v32 * v16).sum(1).min() > 0.99 and v16[0] @ v16[1] > v16[0] @ v16[2]
+
+
+def test_the_openie_backend_is_checked_before_anything_loads(tmp_path):
+    from typer.testing import CliRunner
+    from megrag_kit.cli import app
+    from megrag_kit.method import Resources
+    r = CliRunner().invoke(app, ["run", "native_rag", "--openie-backend", "spacy", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "--openie-backend must be llm or parser, not 'spacy'" in " ".join(r.output.split())
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(ValueError, match="openie_backend must be llm|parser"): Resources(load_dataset("demo"), None, None, openie_backend="rules")
+
+
+@needs_spacy
+@pytest.mark.slow
+def test_index_command_fills_the_triple_view_with_the_parser(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+    from megrag_kit.cli import app
+    from megrag_kit.index import default_parser
+    monkeypatch.setenv("MEGRAG_KIT_CACHE", str(tmp_path))     # a store of its own; no LLM is loaded for the parser backend
+    r = CliRunner().invoke(app, ["index", "--dataset", "demo", "--views", "triple", "--openie-backend", "parser", "--embedder", "minilm",
+                                 "--limit", "1", "--k", "2", "--device", "cpu"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.output[r.output.index("{"):])
+    files = list(tmp_path.glob(f"stores/*/triples/{slug(default_parser().model_id)}.jsonl"))
+    assert len(files) == 1 and rep["openie_done"] == 2 and len(files[0].read_text().splitlines()) == 2
