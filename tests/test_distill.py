@@ -204,7 +204,8 @@ def test_five_lora_steps_lower_the_loss_and_the_adapter_reloads(musique, tmp_pat
                                                              save_every=5), progress=False)
     assert man["losses"][-1] < man["losses"][0] and man["steps"] == 5 and man["train_examples"] == 1
     st = load_student(f"smollm2-135m+lora:{tmp_path / 'student'}", device="cpu", cache=False)
-    assert st.model_id.startswith("smollm2-135m-instruct-q4_1@") is False and "+lora@" in st.model_id
+    base_id, _, adapter = st.model_id.partition("+lora@")          # the base's identity, then the adapter's own hash
+    assert base_id.startswith("smollm2-135m-instruct-q4_1@") and len(adapter) == 12 and adapter != base_id.split("@")[1]
     ref = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(smollm2_path(), dtype=torch.float32), tmp_path / "student").eval()
     ex = read_examples(data)[0]
     enc = st.tok(st.render(ex["messages"]), return_tensors="pt", add_special_tokens=False)
