@@ -146,7 +146,7 @@ def index(dataset: str = typer.Option("demo"), views: str = typer.Option("passag
     if openie_backend not in ("llm", "parser"): raise typer.BadParameter(f"--openie-backend must be llm or parser, not {openie_backend!r}")
     llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
     ds = load_dataset(dataset, data_dir)
-    res = Resources(ds, llm, embedder, device=resolve_device(device), openie="eager" if "triple" in vs and limit is None else "lazy",
+    res = Resources(ds, llm, embedder, device=resolve_device(device), openie="lazy",   # build() extracts every passage (or those of --limit) and counts them
                     chunking=chunking, llm_options=opts, openie_backend=openie_backend)
     store, pids = res.store, None
     if limit is not None:

@@ -121,3 +121,7 @@ def test_index_command_fills_the_triple_view_with_the_parser(tmp_path, monkeypat
     rep = json.loads(r.output[r.output.index("{"):])
     files = list(tmp_path.glob(f"stores/*/triples/{slug(default_parser().model_id)}.jsonl"))
     assert len(files) == 1 and rep["openie_done"] == 2 and len(files[0].read_text().splitlines()) == 2
+    n = len(load_dataset("demo").corpus)                      # no --limit: the rest of the corpus, counted by this call
+    r = CliRunner().invoke(app, ["index", "--dataset", "demo", "--views", "triple", "--openie-backend", "parser", "--device", "cpu"])
+    rep = json.loads(r.output[r.output.index("{"):])
+    assert r.exit_code == 0 and rep["openie_done"] == n - 2 and rep["passages_with_openie"] == n == len(files[0].read_text().splitlines())
