@@ -222,15 +222,17 @@ def distill_collect(teacher: str = typer.Option(..., help="gold (offline, from g
                     min_f1: float = typer.Option(0.5, min=0.0, max=1.0, help="keep a model teacher's trajectory when its final F1 >= this"),
                     set_: list[str] = typer.Option(None, "--set", help="a MEGRAG parameter over the distillation defaults, name=value"),
                     openie_llm: str = typer.Option("smollm2-135m", help="the triple view's model (gold teacher)"),
+                    openie_backend: str = typer.Option("llm", help="who fills the triple view: llm | parser (evaluate the student with the same)"),
                     embedder: str = typer.Option("minilm"), device: str = typer.Option("cpu"), batch_size: int = typer.Option(4, min=1),
                     drop_overlap: bool = typer.Option(False, help="drop training questions that overlap an evaluation set (default: stop)"),
                     data_dir: Path = typer.Option(None)):
     "Teacher trajectories on training questions -> one example per step (x, q_i, H_i, C_i) -> o_i; prints the kept/dropped counts."
     from .distill import collect
+    if openie_backend not in ("llm", "parser"): raise typer.BadParameter(f"--openie-backend must be llm or parser, not {openie_backend!r}")
     llm = teacher if teacher == "gold" else _spec(teacher, "llm")
     out = out or Path("runs") / "distill" / f"{teacher.split(':')[0]}-{dataset.replace('/', '_')}.jsonl"
     counts = collect(llm, dataset, out, limit, min_f1, parse_sets(set_), _spec(openie_llm, "llm"), _spec(embedder, "embedder"),
-                     resolve_device(device), batch_size, data_dir, drop_overlap)
+                     resolve_device(device), batch_size, data_dir, drop_overlap, openie_backend=openie_backend)
     typer.echo(json.dumps(counts, indent=1)); typer.echo(f"wrote {out}")
 
 @distill_app.command("train")

@@ -213,13 +213,16 @@ def distill_config(params: dict | None = None) -> MEGRAGConfig:
 
 def collect(teacher: str, dataset: str, out, limit: int | None = None, min_f1: float = 0.5, params: dict | None = None,
             openie_llm: str = "smollm2-135m", embedder: str = "minilm", device: str = "cpu", batch_size: int = 4,
-            data_dir=None, drop_overlap: bool = False, eval_sets=None, resources: Resources | None = None, progress: bool = True) -> dict:
+            data_dir=None, drop_overlap: bool = False, eval_sets=None, resources: Resources | None = None, progress: bool = True,
+            openie_backend: str = "llm") -> dict:
     """Collect distillation examples into the JSON Lines file `out` (MEGRAG paper, §"Graph Construction Distillation").
 
     `teacher`: `gold` (the offline gold-annotation teacher) or a `ChatModel` spec (`load_llm`) that runs the single
     policy; `dataset`: a `TRAINING_SETS` name or anything `load_dataset` reads; `limit`: first N questions;
     `min_f1`: the filter of a model teacher's trajectories; `params`: MEGRAG parameters over `DISTILL_DEFAULTS`;
     `openie_llm`: the model of the store's triple view (for the gold teacher; a model teacher does its own OpenIE);
+    `openie_backend`: who fills the store's triple view, `llm` or `parser` (`Resources`; recorded in the header when
+    not `llm`, so a file's examples all read the same triples; evaluate the student with the same backend);
     `eval_sets`: evaluation dataset names for the disjointness check (default: every registered one).
     Resumes: questions already in `out` are skipped. Returns the counts `{questions, kept, dropped, examples,
     trajectory_examples, hop_examples, dropped_reasons, overlap_dropped}` over the whole file.
@@ -229,14 +232,14 @@ def collect(teacher: str, dataset: str, out, limit: int | None = None, min_f1: f
     qs, hits = check_disjoint(ds.questions, eval_questions(data_dir, eval_sets), drop_overlap)
     qs = qs[:limit] if limit else qs
     out = Path(out)
-    header = dict(teacher=teacher, dataset=ds.name, config=cfg.to_dict(), min_f1=min_f1)
+    header = dict(teacher=teacher, dataset=ds.name, config=cfg.to_dict(), min_f1=min_f1, **({"openie_backend": openie_backend} if openie_backend != "llm" else {}))
     done = read_jsonl(out) if out.exists() else []
     for r in done:
         if r.get("header") and not same_header(r["header"], header):
             raise DataError(f"{out} was collected with {r['header']}, not {header}; use another --out", file=out)
     seen = {r["qid"] for r in done if "qid" in r}
     llm = openie_llm if teacher == "gold" else teacher
-    res = resources or Resources(ds, llm, embedder, device=device, batch_size=batch_size)
+    res = resources or Resources(ds, llm, embedder, device=device, batch_size=batch_size, openie_backend=openie_backend)
     m = MEGRAG(cfg, res)
     todo = [q for q in qs if q.qid not in seen]
     from tqdm.auto import tqdm
