@@ -209,6 +209,22 @@ def test_fixed_depth_a_stop_before_b_is_re_asked_then_continued(demo, vectors):
     assert any("stop must be false before step 2" in m[-1]["content"] for m in p.seen)
 
 
+def test_fixed_depth_holds_for_the_single_policy(demo, vectors):
+    "policy=single under fixed depth: no stop branch before B; a stop there anyway is re-asked, then continued on what is missing."
+    single = lambda ans: json.dumps(dict(level="T+S+P", selected=["p0"], **json.loads(stop(ans))))
+    p = Policy([single("Cork"), single("Cork"), single("Cork")], resolver="Cork")
+    m = build_method("megrag", dict(policy="single", variant="fixed_depth", budget=2), resources(demo, vectors, p))
+    first = m.policy_schema(demo.questions[0], 1)
+    assert [b["properties"]["stop"] for b in first["oneOf"]] == [{"const": False}]
+    assert len(m.policy_schema(demo.questions[0], 2)["oneOf"]) == 2 and len(m.policy_schema(demo.questions[0])["oneOf"]) == 2
+    (r,) = m.answer(demo.questions[:1])
+    g = EvidenceGraph.from_dict(r.trace)
+    v1 = g.nodes[0]
+    assert r.fields["steps"] == 2 and v1.coerced and not v1.stop and g.nodes[1].stop
+    assert v1.next_query == "what follows from Cork" and g.nodes[1].query == "what follows from Cork"
+    assert len(p.seen) == 3 + p.kinds.count("resolver") + p.kinds.count("openie")     # step 1, its re-ask, step 2
+
+
 def test_retrieved_is_the_dense_candidates_in_step_order(demo, vectors):
     "Recall@K ranks what MEGRAG retrieved (step 1's N_P, then step 2's new ones), not the selected evidence first."
     p = Policy([cont("James Charles Mathew", "Who is James Charles Mathew?"), stop("Cork")], sufficient=True)
