@@ -12,7 +12,7 @@ run = Path(sys.argv[1]); i = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 mf = json.loads((run / "run.json").read_text())
 row = read_predictions(run / "predictions.jsonl")[i]
 ds = load_dataset(mf["dataset"])
-m = build_method("cara", mf["params"], Resources(ds, mf["llm"], None, device="cpu"))
+m = build_method("cara", mf["params"], Resources(ds, mf["llm"], None, device="cpu", openie_backend=mf.get("openie_backend", "llm")))
 kg = m.kg
 name = lambda v: [v, kg.type_of(v), kg.names[v]]
 for agent in row["trace"]["agents"]:
