@@ -52,7 +52,8 @@ COMMON_PARAMS = ("dataset", "limit", "llm", "embedder", "device", "seed", "out",
 def check_params(common: dict, methods: dict | None = None, method_lists: dict | None = None) -> dict:
     """Check an experiment notebook's parameters and return `{method: Config}` for `methods`.
 
-    `common`: the `COMMON_PARAMS` values (`limit` an int >= 1 or `None`, `seed` >= 0, `batch_size` >= 1);
+    `common`: the `COMMON_PARAMS` values (`limit` an int >= 1 or `None`, `seed` >= 0, `batch_size` >= 1) and optionally
+    `openie_backend` (`llm`, the default, or `parser`: who fills the triple view of the runs' stores);
     `methods`: `{method name: {option: value}}` checked by `Config.from_dict` (`ConfigError` naming the unknown
     option and the valid ones); `method_lists`: `{parameter name: [method names]}` whose names must be registered
     (`KeyError` listing them). `ValueError` for a bad common value or a missing common name."""
@@ -64,6 +65,7 @@ def check_params(common: dict, methods: dict | None = None, method_lists: dict |
         v = common[k]
         if isinstance(v, bool) or not isinstance(v, int) or v < lo: raise ValueError(f"{k} must be an int >= {lo}, got {v!r}")
     if common["device"] not in ("auto", "cpu", "cuda"): raise ValueError(f"device must be auto, cpu or cuda, got {common['device']!r}")
+    if common.get("openie_backend", "llm") not in ("llm", "parser"): raise ValueError(f"openie_backend must be llm or parser, got {common['openie_backend']!r}")
     for p, names in (method_lists or {}).items():
         for n in names:
             try: get_method(n)
@@ -127,7 +129,8 @@ class Experiment:
             p = self.params
             llm, emb = build_model(p["llm"], "llm"), build_model(p["embedder"], "embedder")
             kw = {"store_root": self.out / "stores" / dataset} if not isinstance(emb, str) else {}   # a fake embedder: its own vectors
-            self._res[dataset] = Resources(load_dataset(dataset), llm, emb, device=self.device, batch_size=p["batch_size"], **kw)
+            self._res[dataset] = Resources(load_dataset(dataset), llm, emb, device=self.device, batch_size=p["batch_size"],
+                                           openie_backend=p.get("openie_backend", "llm"), **kw)
         return self._res[dataset]
 
     def run(self, method: str, options: dict | None = None, dataset: str | None = None, limit: int | None = None):
@@ -205,7 +208,7 @@ EXPERIMENTS = {"megrag_tables": "50_megrag_tables.ipynb", "megrag_figures": "51_
 
 PROFILES = {
     "demo": dict(dataset="demo", limit=2, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=8,
-                 megrag={"n_p": 3, "budget": 2}, budgets=[1, 2]),
+                 megrag={"n_p": 3, "budget": 2}, budgets=[1, 2], openie_backend="parser"),
     "paper": dict(dataset="2wikimultihopqa", table2_dataset="musique", table_datasets=["2wikimultihopqa", "hotpotqa", "musique"], limit=1000, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=32),
 }
 

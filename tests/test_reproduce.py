@@ -177,3 +177,12 @@ def test_2wiki_type_rule_agrees_with_the_labelled_questions():
     ds = load_dataset("2wikimultihopqa")
     assert Counter(q.qtype for q in ds.questions) == {"compositional": 416, "comparison": 243, "bridge_comparison": 236, "inference": 105}
     assert any("inferred from the 2Wiki templates" in n for n in ds.notes)
+
+
+def test_the_openie_backend_parameter_is_checked():
+    "The demo profile fills the triple view with the parser; any other value than llm or parser is refused before a run."
+    from megrag_kit.reproduce import PROFILES, check_params
+    common = dict(dataset="demo", limit=1, llm="smollm2-135m", embedder="minilm", device="cpu", seed=0, out="", batch_size=1)
+    with pytest.raises(ValueError, match="openie_backend must be llm or parser, got 'spacy'"): check_params({**common, "openie_backend": "spacy"})
+    assert check_params({**common, "openie_backend": "parser"}) == {} == check_params(common)
+    assert PROFILES["demo"]["openie_backend"] == "parser" and "openie_backend" not in PROFILES["paper"]
