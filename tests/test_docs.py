@@ -68,7 +68,7 @@ def test_site_builds_every_page_and_figure(site):
     index = (site / "index.html").read_text()
     assert "The Python API" in index and "Charles Mathew" in index               # the README with its executed example
     tut = (site / "80_tutorial.html").read_text()
-    assert "<details><summary>Answer</summary>" in tut and "CARA (to come)" in tut
+    assert "<details><summary>Answer</summary>" in tut and "CARA: agents on a text-rich graph" in tut and "Neighbors (fallback)" in tut
     ex = (site / "explorer.html").read_text()
     rows = [json.loads(l) for l in (ROOT / "runs" / "2wiki21-megrag-full-seam" / "predictions.jsonl").read_text().splitlines()]
     assert ex.count("<details") == len(rows) == 21
@@ -84,7 +84,8 @@ def test_tutorial_runs_under_papermill_with_tiny_parameters(tmp_path):
     nb = nbformat.read(out, as_version=4)
     texts = ["".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/markdown", "")) for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     table = next(t for t in texts if "| method (first 3 questions) |" in t)
-    assert len([l for l in table.splitlines() if l.startswith("| ") and "[" in l]) == 4         # four runs, each with its interval
+    assert len([l for l in table.splitlines() if l.startswith("| ") and "[" in l]) == 5         # five runs, each with its interval
+    assert "| CARA (agents, no reader) | – (no reader) |" in table                               # CARA ranks only: no F1
     assert any("paired over 3 questions" in t for t in texts)
 
 
