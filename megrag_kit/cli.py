@@ -64,6 +64,10 @@ def _spec(spec: str, kind: str) -> str:
     try: return check_model_spec(spec, kind)
     except ValueError as e: raise typer.BadParameter(str(e))
 
+def _one_of(flag: str, value: str, options: tuple) -> None:
+    "A bad option value is refused (exit 2) before any model loads: `FLAG must be a or b, not 'value'`."
+    if value not in options: raise typer.BadParameter(f"{flag} must be {' or '.join(options)}, not {value!r}")
+
 @app.command()
 @friendly
 def run(method: str = typer.Argument(..., help="a registered method (megrag-kit methods lists them)"),
@@ -89,9 +93,9 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     holding another run; 3 finished, but some questions failed (their model calls failed for good): the same
     command retries only those."""
     discover(plugin or [])                                  # every check below runs before any model loads
-    if openie not in ("lazy", "eager"): raise typer.BadParameter(f"--openie must be lazy or eager, not {openie!r}")
-    if chunking not in ("truncate", "window"): raise typer.BadParameter(f"--chunking must be truncate or window, not {chunking!r}")
-    if openie_backend not in ("llm", "parser"): raise typer.BadParameter(f"--openie-backend must be llm or parser, not {openie_backend!r}")
+    _one_of("--openie", openie, ("lazy", "eager"))
+    _one_of("--chunking", chunking, ("truncate", "window"))
+    _one_of("--openie-backend", openie_backend, ("llm", "parser"))
     try: cls = get_method(method); config = cls.Config.from_dict(parse_sets(set_), owner=method)
     except (KeyError, ConfigError) as e: raise typer.BadParameter(str(e).strip('"'))
     llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
@@ -142,8 +146,8 @@ def index(dataset: str = typer.Option("demo"), views: str = typer.Option("passag
     vs = [v.strip() for v in views.split(",") if v.strip()]
     bad = [v for v in vs if v not in ("passage", "sentence", "triple")]
     if bad or not vs: raise typer.BadParameter(f"--views takes a comma list of passage, sentence, triple; got {views!r}")
-    if chunking not in ("truncate", "window"): raise typer.BadParameter(f"--chunking must be truncate or window, not {chunking!r}")
-    if openie_backend not in ("llm", "parser"): raise typer.BadParameter(f"--openie-backend must be llm or parser, not {openie_backend!r}")
+    _one_of("--chunking", chunking, ("truncate", "window"))
+    _one_of("--openie-backend", openie_backend, ("llm", "parser"))
     llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
     ds = load_dataset(dataset, data_dir)
     res = Resources(ds, llm, embedder, device=resolve_device(device), openie="lazy",   # build() extracts every passage (or those of --limit) and counts them
@@ -228,7 +232,7 @@ def distill_collect(teacher: str = typer.Option(..., help="gold (offline, from g
                     data_dir: Path = typer.Option(None)):
     "Teacher trajectories on training questions -> one example per step (x, q_i, H_i, C_i) -> o_i; prints the kept/dropped counts."
     from .distill import collect
-    if openie_backend not in ("llm", "parser"): raise typer.BadParameter(f"--openie-backend must be llm or parser, not {openie_backend!r}")
+    _one_of("--openie-backend", openie_backend, ("llm", "parser"))
     llm = teacher if teacher == "gold" else _spec(teacher, "llm")
     out = out or Path("runs") / "distill" / f"{teacher.split(':')[0]}-{dataset.replace('/', '_')}.jsonl"
     counts = collect(llm, dataset, out, limit, min_f1, parse_sets(set_), _spec(openie_llm, "llm"), _spec(embedder, "embedder"),
