@@ -13,17 +13,19 @@ common=(--dataset 2wikimultihopqa --limit "$n" --openie-backend parser --set pro
 ext=benchmarks/results/2wiki-parser-propositions.json     # kept once written: a second call finds every passage done (0 s)
 [ -f "$ext" ] || python benchmarks/evireform_extract.py --dataset 2wikimultihopqa --openie-backend parser --out "$ext"
 runs=()
+pools=(--set pool_x=6 --set pool_r=3)   # the pools of the 20-question runs: ~22 seed candidates per question (the selector's prompt is what costs)
 one() {  # one NAME VARIANT
-  local out=runs/$tag-evireform-parser-$1
-  megrag-kit run evireform "${common[@]}" --set "variant=$2" --out "$out"
+  local out=runs/$tag-evireform-parser-$1 extra=("${pools[@]}")
+  case $2 in dense|bm25) extra=();; esac
+  megrag-kit run evireform "${common[@]}" "${extra[@]}" --set "variant=$2" --out "$out"
   runs+=("$out")
 }
-one full full
 one dense dense
 one bm25 bm25
+one full full
 one no_propagation no_propagation
 one no_reformulation no_reformulation
 one no_reformulation_no_propagation no_reformulation_no_propagation
 for extra in ${EXTRA:-}; do one "$extra" "$extra"; done           # EXTRA="residual_only repeat_question"
-python benchmarks/evireform_table.py "${runs[@]}" --save "benchmarks/results/$tag-evireform.scores.json" > "benchmarks/results/$tag-evireform-table.md"
+python benchmarks/evireform_table.py "${runs[@]}" --common --save "benchmarks/results/$tag-evireform.scores.json" > "benchmarks/results/$tag-evireform-table.md"
 cat "benchmarks/results/$tag-evireform-table.md"
