@@ -101,6 +101,20 @@ def test_megrag_table1_has_the_iterative_baselines_and_says_the_student_was_not_
         reproduce("demo", only=["megrag_tables"], params={**FAKE, "student": "smollm2-135m"}, out=out, progress=False)
 
 
+def test_a_student_adds_the_distilled_rows(fake_env, tmp_path):
+    "With a student spec the distilled rows are runs of the student (here a scripted stand-in), with their numbers."
+    import pandas as pd
+    reproduce("demo", only=["megrag_tables"], params={**FAKE, "limit": 2, "table1": ["megrag"], "budgets": [1], "student": "py:fakes:ScriptedPolicy"},
+              out=tmp_path, progress=False)
+    t1 = pd.read_csv(tmp_path / "tables" / "megrag_table1.csv").set_index("run")
+    assert list(t1.index) == ["megrag", "megrag (distilled)"] and t1.loc["megrag (distilled)", "n"] == 2
+    assert t1.loc["megrag (distilled)", "paper F1"] == 76.34 and not pd.isna(t1.loc["megrag (distilled)", "F1"])
+    t3 = pd.read_csv(tmp_path / "tables" / "megrag_table3.csv").set_index("run")
+    assert t3.loc[["full (distilled)", "no_sft"], "n"].tolist() == [2, 2] and not any("not run" in r for r in t3.index)
+    rec = json.loads((tmp_path / "results" / "megrag_tables.json").read_text())
+    assert rec["params"]["student"] == "py:fakes:ScriptedPolicy"                     # the provenance names the student
+
+
 def test_cara_tables_come_from_the_runs(done):
     "The retrieval and cost tables are the run folders' summaries, one row per variant, with the paper's row named and the datasets said."
     import pandas as pd
