@@ -19,10 +19,11 @@ from .kg import KGTools, TextKG, corpus_kg, read_skb
 from .method import Answer, Method, ReaderOptions, param, register
 
 # %% auto #0
-__all__ = ['CAUSAL_SYSTEM', 'AGENT_SYSTEM', 'JUDGE_SYSTEM', 'COST_TABLE', 'causal_prompt', 'parse_causal', 'causal_relevance',
-           'causal_score', 'count_fusion', 'fuse', 'parse_action', 'CARAAgents', 'bertscore_f1', 'faithfulness',
-           'CARAConfig', 'CARA', 'cara_summary', 'reference_prompt', 'completeness', 'reference_answer',
-           'build_references']
+__all__ = ['CAUSAL_SYSTEM', 'CAUSAL_SCHEMA_OUTPUT', 'AGENT_SYSTEM', 'ACTION_SCHEMA_SYSTEM', 'CAUSAL_LEVELS', 'JUDGE_SYSTEM',
+           'COST_TABLE', 'causal_prompt', 'parse_causal', 'causal_relevance', 'causal_score', 'count_fusion', 'fuse',
+           'parse_action', 'action_schema', 'parse_action_json', 'causal_schema', 'parse_causal_json', 'CARAAgents',
+           'bertscore_f1', 'faithfulness', 'CARAConfig', 'CARA', 'cara_summary', 'reference_prompt', 'completeness',
+           'reference_answer', 'build_references']
 
 # %% ../nbs/30_cara.ipynb #09c72103
 CAUSAL_SYSTEM = (
@@ -41,13 +42,18 @@ CAUSAL_SYSTEM = (
     "candidates carries no weight. Assess each candidate independently and return a line for every candidate.\n"
     "Output: one line per candidate, in the given order: index | c | e | p\nDo not output anything else.")
 
-def causal_prompt(query: str, paths: list[str], current: str, candidates: list[str]) -> list[dict]:
+CAUSAL_SCHEMA_OUTPUT = ('Output: JSON {"scores": [{"c": c, "e": e, "p": p}, ...]} with one object per candidate, in the given '
+                        "order, each value one of 0, 0.25, 0.5, 0.75, 1.")
+
+def causal_prompt(query: str, paths: list[str], current: str, candidates: list[str], schema: bool = False) -> list[dict]:
     """Chat messages for the causal module: `query`, the accumulated `paths` (one string each), the `current` node
-    (type and text) and the `candidates` (type, relation to the current node, text), numbered from 1."""
+    (type and text) and the `candidates` (type, relation to the current node, text), numbered from 1. `schema`: ask
+    for the JSON reply of `causal_schema` instead of `index | c | e | p` lines (same instructions otherwise)."""
     user = (f"Query: {query}\nAccumulated paths:\n" + ("\n".join(f"- {p}" for p in paths) or "- (none)") +
             f"\nCurrent node: {current}\nCandidates:\n" + "\n".join(f"{i}. {c}" for i, c in enumerate(candidates, 1)) +
-            "\nScores (index | c | e | p):")
-    return [{"role": "system", "content": CAUSAL_SYSTEM}, {"role": "user", "content": user}]
+            ("\nScores (JSON):" if schema else "\nScores (index | c | e | p):"))
+    system = CAUSAL_SYSTEM.rsplit("Output:", 1)[0].replace("return a line for", "score") + CAUSAL_SCHEMA_OUTPUT if schema else CAUSAL_SYSTEM
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 _CLINE = re.compile(r"^\s*[-*]?\s*\[?(\d+)\]?[.):]?\s*(?:[|,;\t]\s*)?(.*)$")
 _NUM = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)%?$")
@@ -138,6 +144,57 @@ def parse_action(text: str, n_obs: int, query: str) -> dict | None:
     return None
 
 # %% ../nbs/30_cara.ipynb #07d1de71
+ACTION_SCHEMA_SYSTEM = (
+    "You search a knowledge graph for the passages that answer a question. Reply with ONE action as JSON: "
+    '{"tool": "GlobalSearch" | "Neighbors" | "Append" | "Finish", "keywords": "<keywords>", "result": <n>}.\n'
+    "GlobalSearch: search all nodes for the keywords. Neighbors: nodes linked to result n, ranked by the keywords. "
+    "Append: keep result n as evidence. Finish: stop when the kept evidence answers the question.")
+
+CAUSAL_LEVELS = [0, 0.25, 0.5, 0.75, 1]
+
+def action_schema(n_obs: int) -> dict:
+    "JSON schema of one agent action when the last observation has `n_obs` results (`result` limited to 1..n_obs; 0 when none)."
+    return {"type": "object", "properties": {"tool": {"enum": ["GlobalSearch", "Neighbors", "Append", "Finish"]},
+            "keywords": {"type": "string", "maxLength": 60}, "result": {"enum": list(range(1, n_obs + 1)) or [0]}},
+            "required": ["tool", "keywords", "result"]}
+
+def parse_action_json(text: str, n_obs: int, query: str) -> dict | None:
+    """The action of a schema-decoded agent reply (`action_schema`), in `parse_action`'s form, or `None` when the
+    reply is not that JSON or names a result that does not exist (`Neighbors`/`Append` with no observation)."""
+    try: obj = json.loads(text)
+    except (TypeError, ValueError): return None
+    if not isinstance(obj, dict) or obj.get("tool") not in ("GlobalSearch", "Neighbors", "Append", "Finish"): return None
+    q, r = str(obj.get("keywords") or "").strip() or query, obj.get("result")
+    if obj["tool"] == "Finish": return {"tool": "Finish"}
+    if obj["tool"] == "GlobalSearch": return {"tool": "GlobalSearch", "q": q}
+    if not isinstance(r, int) or isinstance(r, bool) or not 1 <= r <= n_obs: return None
+    if obj["tool"] == "Append": return {"tool": "Append", "items": [r - 1]}
+    return {"tool": "Neighbors", "i": r - 1, "q": q, "node_types": None, "edge_types": None}
+
+def causal_schema(n: int) -> dict:
+    "JSON schema of a causal reply for `n` candidates: `{\"scores\": [{\"c\", \"e\", \"p\"}] * n}`, values in `CAUSAL_LEVELS`."
+    lv = {"enum": CAUSAL_LEVELS}
+    return {"type": "object", "properties": {"scores": {"type": "array", "minItems": n, "maxItems": n, "items": {
+            "type": "object", "properties": {"c": lv, "e": lv, "p": lv}, "required": ["c", "e", "p"]}}}, "required": ["scores"]}
+
+def parse_causal_json(text: str, n: int, missing_score: float = 0.0) -> tuple[list[tuple[float, float, float]], dict]:
+    """`parse_causal` for a schema-decoded reply (`causal_schema(n)`): the i-th object scores candidate i; an
+    object without three numbers, or a reply that is not the JSON, counts as `malformed`/`missing` the same way;
+    values are clipped to [0, 1] (counted); objects beyond `n` count as `duplicate`."""
+    cnt = dict(parsed=0, missing=0, malformed=0, clipped=0, duplicate=0)
+    try: rows = json.loads(text).get("scores")
+    except (TypeError, ValueError, AttributeError): rows = None
+    got: dict[int, tuple] = {}
+    for i, row in enumerate(rows if isinstance(rows, list) else [], 1):
+        if i > n: cnt["duplicate"] += 1; continue
+        vals = [row.get(k) for k in "cep"] if isinstance(row, dict) else []
+        if len(vals) != 3 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals): cnt["malformed"] += 1; continue
+        if any(not 0.0 <= v <= 1.0 for v in vals): cnt["clipped"] += 1
+        got[i] = tuple(min(1.0, max(0.0, float(v))) for v in vals); cnt["parsed"] += 1
+    cnt["missing"] = n - len(got)
+    return [got.get(i, (missing_score,) * 3) for i in range(1, n + 1)], cnt
+
+# %% ../nbs/30_cara.ipynb #80d9f304
 def _short(kg, v: int, n: int) -> str:
     t = " ".join(kg.texts[v].split())
     return f"({kg.type_of(v)}) {t[:n]}"
@@ -174,7 +231,7 @@ class CARAAgents:
             sc = f" [causal {o['score']:.2f}]" if o["score"] is not None else ""
             obs.append(f"{i}. {_short(kg, o['v'], cfg.snippet_chars)}{rel}{sc}")
         user = (f"Question: {st['q']}\nAppended: {app}\nPaths: {paths}\nHistory:\n{hist}\nResults:\n" + ("\n".join(obs) or "(none)") + "\nNext action:")
-        return [{"role": "system", "content": AGENT_SYSTEM}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": ACTION_SCHEMA_SYSTEM if cfg.decoding == "schema" else AGENT_SYSTEM}, {"role": "user", "content": user}]
 
     def _fallback(self, st) -> dict:
         if not st["obs"]: return {"tool": "GlobalSearch", "q": st["q"]}
@@ -194,11 +251,13 @@ class CARAAgents:
             for j in range(cfg.agents):                     # one call per agent index: each agent samples with its own seed
                 group = [st for st in live if st["j"] == j]
                 if not group: continue
-                gens = self.llm.generate([self._prompt(st) for st in group], max_new_tokens=cfg.agent_max_new_tokens,
-                                         temperature=cfg.agent_temperature, seed=seed * 1000 + j, stop=["\n"])
+                schema = cfg.decoding == "schema"
+                kw = dict(json_schema=[action_schema(len(st["obs"])) for st in group], max_new_tokens=max(cfg.agent_max_new_tokens, 48)) \
+                    if schema else dict(stop=["\n"], max_new_tokens=cfg.agent_max_new_tokens)
+                gens = self.llm.generate([self._prompt(st) for st in group], temperature=cfg.agent_temperature, seed=seed * 1000 + j, **kw)
                 for st, g in zip(group, gens):
                     st["gens"].append(g); st["counts"]["agent_calls"] += 1
-                    act = parse_action(g.text, len(st["obs"]), st["q"])
+                    act = (parse_action_json if schema else parse_action)(g.text, len(st["obs"]), st["q"])
                     if act is None: st["counts"]["agent_unparsed"] += 1; g.unparsed = True; act = {**self._fallback(st), "fallback": True}
                     st["act"] = act; st["raw"] = g.text
             expanded = []
@@ -244,10 +303,13 @@ class CARAAgents:
             v = st["current"]
             paths = [self._path_text(st, u) for u in st["R"] if u in st["parent"]][-3:] + [self._path_text(st, v)]
             cands = [f"{_short(kg, o['v'], cfg.snippet_chars)} (relation: {', '.join(o['rel'])})" for o in st["obs"]]
-            prompts.append(causal_prompt(st["q"], paths, _short(kg, v, cfg.snippet_chars), cands))
-        gens = self.llm.generate(prompts, max_new_tokens=cfg.causal_tokens_per_candidate * max(len(st["obs"]) for st in sts) + 8)
+            prompts.append(causal_prompt(st["q"], paths, _short(kg, v, cfg.snippet_chars), cands, schema=cfg.decoding == "schema"))
+        if cfg.decoding == "schema":
+            gens = self.llm.generate(prompts, json_schema=[causal_schema(len(st["obs"])) for st in sts],
+                                     max_new_tokens=24 * max(len(st["obs"]) for st in sts) + 12)
+        else: gens = self.llm.generate(prompts, max_new_tokens=cfg.causal_tokens_per_candidate * max(len(st["obs"]) for st in sts) + 8)
         for st, g in zip(sts, gens):
-            scores, cnt = parse_causal(g.text, len(st["obs"]), cfg.missing_score)
+            scores, cnt = (parse_causal_json if cfg.decoding == "schema" else parse_causal)(g.text, len(st["obs"]), cfg.missing_score)
             if cnt["missing"] == len(st["obs"]): g.unparsed = True
             st["gens"].append(g); st["counts"]["causal_calls"] += 1
             st["causal_counts"] = Counter(st.get("causal_counts", {})) + Counter(cnt)
@@ -313,6 +375,7 @@ class CARAConfig(ReaderOptions):
     read: bool = param(True, "answer with the shared reader")
     bertscore: bool = param(False, "BERTScore F1 of the answer against the gold answer (local MiniLM)")
     faithfulness: bool = param(False, "LLM-judged share of answer claims supported by the read context")
+    decoding: Literal["text", "schema"] = param("text", "text: the paper's line formats, parsed leniently | schema: agent actions and causal scores decoded under a JSON schema (for small local models)")
 
 @register
 class CARA(Method):

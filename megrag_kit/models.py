@@ -361,7 +361,7 @@ class HFChatModel(ChatModel):
     def _generate(self, messages, max_new_tokens=64, temperature=0.0, stop=None, json_schema=None, seed=None):
         import torch
         texts = [self.render(m) for m in messages]
-        if json_schema is not None: return self._generate_json(texts, json_schema, max_new_tokens)
+        if json_schema is not None: return self._generate_json(texts, json_schema, max_new_tokens, temperature, seed)
         out = []
         for b in range(0, len(texts), self.batch_size):
             enc = self.tok(texts[b:b + self.batch_size], return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
@@ -378,8 +378,8 @@ class HFChatModel(ChatModel):
                                       finish_reason="length" if n >= max_new_tokens else "stop"))
         return out
 
-    def _generate_json(self, texts, schema, max_new_tokens):
-        import outlines
+    def _generate_json(self, texts, schema, max_new_tokens, temperature=0.0, seed=None):
+        import outlines, torch
         from outlines.types import JsonSchema
         if self._outlines is None: self._outlines, self._generators = outlines.from_transformers(self.model, self.tok), {}
         key = json.dumps(schema, sort_keys=True)
@@ -389,7 +389,10 @@ class HFChatModel(ChatModel):
         gen, out = self._generators[key], []
         for b in range(0, len(texts), self.batch_size):
             chunk = texts[b:b + self.batch_size]
-            res = gen.batch(chunk, max_new_tokens=max_new_tokens)
+            kw = {}                                     # greedy (the model's generation config)
+            if temperature > 0:                         # sampled under the schema, seeded like free decoding
+                torch.manual_seed(seed or 0); kw = dict(do_sample=True, temperature=temperature, top_p=1.0)
+            res = gen.batch(chunk, max_new_tokens=max_new_tokens, **kw)
             for t, r in zip(chunk, res):
                 n = len(self.tok(r, add_special_tokens=False)["input_ids"])
                 out.append(Generation(r, len(self.tok(t, add_special_tokens=False)["input_ids"]), n, finish_reason="length" if n >= max_new_tokens else "stop"))

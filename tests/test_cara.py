@@ -4,8 +4,8 @@ loop and the method seam with a scripted model (control flow only), and one shor
 import json, pickle
 import numpy as np
 import pytest
-from megrag_kit.cara import (CARAAgents, CARAConfig, causal_score, completeness, count_fusion, fuse, parse_action, parse_causal,
-                             reference_answer, build_references)
+from megrag_kit.cara import (CARAAgents, CARAConfig, action_schema, causal_schema, causal_score, completeness, count_fusion, fuse,
+                             parse_action, parse_action_json, parse_causal, parse_causal_json, reference_answer, build_references)
 from megrag_kit.data import load_dataset
 from megrag_kit.index import EvidenceStore
 from megrag_kit.kg import KGTools, TextKG, corpus_kg, read_skb, write_skb
@@ -168,6 +168,35 @@ def test_agents_scripted_control_flow(tmp_path):
     assert sorted(set(seeds)) == [1000, 1001]
 
 
+def test_schema_decoding_scripted(tmp_path):
+    "decoding=schema (control flow, scripted JSON): actions and causal scores parsed from JSON, one schema per observation size, Eq. 4 order."
+    kg = hand_graph(); tools = KGTools(kg, tmp_path)
+    def script(msg):
+        if msg.endswith("Scores (JSON):"):        # Ann Director decisive, every other candidate unrelated
+            cands = [l for l in msg.split("Candidates:\n")[1].splitlines() if l[:1].isdigit()]
+            return json.dumps({"scores": [dict(c=1, e=1, p=1) if "Ann Director" in l else dict(c=0, e=0.25, p=0) for l in cands]})
+        if "Results:\n(none)" in msg: return json.dumps({"tool": "GlobalSearch", "keywords": "comedy film", "result": 0})
+        if "via" not in msg: return json.dumps({"tool": "Neighbors", "keywords": "director", "result": 1})
+        return json.dumps({"tool": "Finish", "keywords": "", "result": 1})
+    llm, calls = ScriptedLLM(script), []
+    orig = llm.generate
+    def spy(prompts, *a, **kw):
+        if not a: calls.append(kw)                                 # the method's calls, not generate's own per-schema groups
+        return orig(prompts, *a, **kw)
+    llm.generate = spy
+    out = CARAAgents(tools, llm, CARAConfig(agents=1, t_max=4, show=1, decoding="schema")).run(["Who directed the comedy film?"])[0]
+    steps = out["trace"][0]
+    assert [s["action"]["tool"] for s in steps] == ["GlobalSearch", "Neighbors", "Finish"] and steps[0]["results"] == [1]
+    nb = {u for u, _, _ in tools.neighbors(1, "director", None, None, 20)}
+    assert nb == {2, 3}                                            # Film B: Bob Director and Ann Director
+    assert steps[1]["causal"] == [[2, 1.0, 1.0, 1.0, 1.0], [3, 0.0, 0.25, 0.0, causal_score(0, 0.25, 0)]]
+    assert out["counts"]["agent_unparsed"] == 0 and out["counts"]["causal_parsed"] == 2 and out["counts"]["causal_missing"] == 0
+    assert [c["json_schema"] for c in calls[:2]] == [[action_schema(0)], [action_schema(1)]] and calls[2]["json_schema"] == [causal_schema(2)] and calls[3]["json_schema"] == [action_schema(2)]
+    # parsers on their own: a bad result number, cut-off JSON, a short causal list
+    assert parse_action_json('{"tool": "Neighbors", "keywords": "", "result": 4}', 3, "Q") is None
+    assert parse_action_json('{"tool": "Neighbors", "keywords": "", "result": 3}', 3, "Q")["q"] == "Q"
+    assert parse_causal_json('{"scores": [{"c": 1, "e": 1, "p": 1}', 2, 0.5) == ([(0.5,) * 3] * 2, dict(parsed=0, missing=2, malformed=0, clipped=0, duplicate=0))
+
 def test_method_seam_scripted(tmp_path):
     "The registered method through the runner on the demo corpus (scripted model: control flow only)."
     ds = load_dataset("demo")
@@ -216,3 +245,21 @@ def test_real_agents_on_two_2wiki_questions(smollm, tmp_path):
         assert len(a.retrieved) == 30 and all(0 <= p < len(ds.corpus) for p in a.retrieved)
         assert a.fields["causal_calls"] == sum(1 for s in steps if s["action"]["tool"] == "Neighbors" and s.get("results"))
         assert a.cost.llm_calls == a.fields["agent_calls"] + a.fields["causal_calls"]
+
+
+@pytest.mark.slow
+@needs_shared
+def test_real_schema_decoding_on_a_2wiki_question(smollm, tmp_path):
+    "SmolLM2-135M under decoding=schema: every agent reply is an action and every causal reply scores every candidate."
+    ds = load_dataset("2wikimultihopqa", SHARED)
+    ds = Dataset(ds.name, ds.questions[:1], ds.corpus)
+    res = Resources(ds, llm=smollm, embedder=None, store_root=tmp_path)
+    m = build_method("cara", dict(agents=1, t_max=3, show=3, neighbors_k=3, snippet_chars=80, read=False, triples=False,
+                                  decoding="schema", agent_temperature=0.0), res)
+    a = m.answer(ds.questions)[0]
+    steps = a.trace["agents"][0]
+    assert a.fields["agent_unparsed"] == sum(1 for s in steps if s["action"].get("fallback"))
+    for s in steps:
+        if s.get("causal") is not None:
+            assert s["causal_counts"]["parsed"] == len(s["results"]) and s["causal_counts"]["missing"] == 0
+            assert all(x in (0, 0.25, 0.5, 0.75, 1) for row in s["causal"] for x in row[1:4])
