@@ -166,7 +166,10 @@ class Experiment:
         ds = dataset or self.params["dataset"]; lim = limit or self.params["limit"]
         res = self.resources(ds, llm)
         m = build_method(method, options or {}, res)
-        key = stable_hash([method, m.config.to_dict(), res.llm_spec, res.embedder_spec, self.params["seed"]])[:8]
+        # the loaded models' identities (their files) join the key: a run folder made with other weights, or the same
+        # weights at another path (a clone with its own cache), is never resumed with these (RunMismatchError)
+        ids = [getattr(res, k).model_id for k, spec in (("llm", res.llm_spec), ("embedder", res.embedder_spec)) if spec is not None]
+        key = stable_hash([method, m.config.to_dict(), res.llm_spec, res.embedder_spec, self.params["seed"], ids])[:8]
         folder = self.out / "runs" / f"{ds}-{m.run_name()}-{key}"
         t0 = time.perf_counter()
         print(f"{self.name}: {m.run_name()} on {ds} (first {lim} questions) -> {folder}", flush=True)
