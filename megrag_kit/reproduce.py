@@ -40,6 +40,32 @@ PAPER = {
         "budget_musique": {1: {"f1": 48.50, "budget_exhausted": 48.4, "mean_steps": 1.000},
                            4: {"f1": 55.15, "budget_exhausted": 2.8, "mean_steps": 1.676}},
     },
+    "cara": {
+        "source": "CARA paper, §4.2, Tables 1, 3 and 4 (captions only: their cells are not in the text), §5.3",
+        "dataset": "STaRK Amazon / MAG / Prime test sets (1,642 / 2,665 / 2,801 questions)",
+        "setting": "Qwen3.8-27B agents and causal module, m = 3 agents, T_max = 150, GlobalSearch k = 30, Neighbors k = 20",
+        "rows": {"full": "CARA* (Tables 1, 3, 4)", "no_causal": "w/o C (Table 3)", "count": "count-based (Table 3)",
+                 "no_causal_count": "ARK = w/o C, count-based (Tables 1, 3, 4)", "global_search": "BM25 (Table 1)"},
+        "figure2_prime_bertscore": {30: 42.1, 150: 41.6},                                       # 3 agents, by T_max
+    },
+    "evireform": {
+        "source": "EviReform appendix (DeepSeek-V4-Flash at retrieval, BGE-M3; the full benchmarks), text of A.2-A.10",
+        # Table A.2 and the controls: the full method minus each control, points (R@5 / Chain@5)
+        "controls": {"no_reformulation": {"2wikimultihopqa": (7.20, 18.00), "hotpotqa": (2.75, 5.40), "musique": (3.63, 5.40)},
+                     "no_propagation": {"2wikimultihopqa": (0.60, 1.20), "hotpotqa": (0.60, 1.20), "musique": (0.93, 2.10)},
+                     "repeat_question": {"2wikimultihopqa": (None, 20.20), "hotpotqa": (None, 5.60), "musique": (None, 7.70)},
+                     "residual_only": {"2wikimultihopqa": (13.25, 29.20), "hotpotqa": (14.55, 27.20), "musique": (14.25, 15.80)}},
+        # Tables A.3 / A.4: complete-chain coverage (%) of the initial and expanded pools, expanded minus Chain@5 (points),
+        # pools that initially miss part of the chain and how many become complete
+        "coverage": {"2wikimultihopqa": dict(chain_initial=53.00, chain_expanded=95.70, expanded_minus_chain5=0.80, incomplete_initial=459, became_complete=416),
+                     "hotpotqa": dict(chain_initial=90.20, chain_expanded=96.90, expanded_minus_chain5=3.10, incomplete_initial=93, became_complete=62),
+                     "musique": dict(chain_initial=43.90, chain_expanded=61.70, expanded_minus_chain5=14.80, incomplete_initial=533, became_complete=150)},
+        # Tables A.5 / A.6: up to three rounds minus one round (R@5 points), questions entering rounds 2 and 3 (%), feedback tokens added (%)
+        "rounds": {"2wikimultihopqa": dict(delta_r5=-0.20, feedback_tokens_pct=80), "hotpotqa": dict(delta_r5=-0.40, round2_pct=23.1, round3_pct=3.5, feedback_tokens_pct=37),
+                   "musique": dict(delta_r5=2.47, round2_pct=70.7, round3_pct=28.8, feedback_tokens_pct=147)},
+        "sweeps_musique_beta": {0.25: dict(r5=70.47, c5=44.80), 0.75: dict(r5=74.18, c5=49.10)},          # Tables A.8-A.10 (text)
+        "growth_musique": {200: dict(r1=33.71, r5=76.46, r10=86.96, r20=89.92), 1000: dict(r1=30.67, r5=72.58, r10=80.54, r20=85.50)},   # Figure A.3
+    },
 }
 
 def paper_dataset(name: str) -> str | None:
@@ -113,7 +139,7 @@ class Experiment:
     """One experiment notebook's run: `name` (the notebook's short name), `params` (the `COMMON_PARAMS` values),
     `configs` (`check_params`'s result). Folders `out/runs`, `out/tables`, `out/figures`, `out/results` are created.
 
-    `run(method, options, dataset=None, limit=None)` -> `(summary, rows)`; `table(df, name)`, `figure(fig, name, data)`
+    `run(method, options, dataset=None, limit=None, llm=None)` -> `(summary, rows)`; `table(df, name, caption)`, `figure(fig, name, data)`
     save outputs; `finish()` writes the provenance record and returns it."""
     def __init__(self, name: str, params: dict, configs: dict | None = None):
         self.name, self.params, self.configs, self.t0 = name, dict(params), configs or {}, time.perf_counter()
@@ -123,22 +149,27 @@ class Experiment:
         self.device = resolve_device(params["device"])
         set_seed(params["seed"])
 
-    def resources(self, dataset: str) -> Resources:
-        "The shared `Resources` of `dataset` (models built once per notebook)."
-        if dataset not in self._res:
+    def resources(self, dataset: str, llm: str | None = None) -> Resources:
+        "The shared `Resources` of `dataset` with the notebook's LLM, or with `llm` (a spec, e.g. a distilled student); built once per notebook."
+        key = dataset if llm in (None, self.params["llm"]) else f"{dataset} ({llm})"
+        if key not in self._res:
             p = self.params
-            llm, emb = build_model(p["llm"], "llm"), build_model(p["embedder"], "embedder")
+            model, emb = build_model(llm or p["llm"], "llm"), build_model(p["embedder"], "embedder")
             kw = {"store_root": self.out / "stores" / dataset} if not isinstance(emb, str) else {}   # a fake embedder: its own vectors
-            self._res[dataset] = Resources(load_dataset(dataset), llm, emb, device=self.device, batch_size=p["batch_size"],
-                                           openie_backend=p.get("openie_backend", "llm"), **kw)
-        return self._res[dataset]
+            self._res[key] = Resources(load_dataset(dataset), model, emb, device=self.device, batch_size=p["batch_size"],
+                                       openie_backend=p.get("openie_backend", "llm"), **kw)
+        return self._res[key]
 
-    def run(self, method: str, options: dict | None = None, dataset: str | None = None, limit: int | None = None):
-        "Answer the first `limit` (default: the notebook's) questions of `dataset` with `method` and `options`; `(summary, rows)`."
+    def run(self, method: str, options: dict | None = None, dataset: str | None = None, limit: int | None = None, llm: str | None = None):
+        """Answer the first `limit` (default: the notebook's) questions of `dataset` with `method` and `options`, with the
+        notebook's LLM or `llm` (a spec); `(summary, rows)`."""
         ds = dataset or self.params["dataset"]; lim = limit or self.params["limit"]
-        res = self.resources(ds)
+        res = self.resources(ds, llm)
         m = build_method(method, options or {}, res)
-        key = stable_hash([method, m.config.to_dict(), res.llm_spec, res.embedder_spec, self.params["seed"]])[:8]
+        # the loaded models' identities (their files) join the key: a run folder made with other weights, or the same
+        # weights at another path (a clone with its own cache), is never resumed with these (RunMismatchError)
+        ids = [getattr(res, k).model_id for k, spec in (("llm", res.llm_spec), ("embedder", res.embedder_spec)) if spec is not None]
+        key = stable_hash([method, m.config.to_dict(), res.llm_spec, res.embedder_spec, self.params["seed"], ids])[:8]
         folder = self.out / "runs" / f"{ds}-{m.run_name()}-{key}"
         t0 = time.perf_counter()
         print(f"{self.name}: {m.run_name()} on {ds} (first {lim} questions) -> {folder}", flush=True)
@@ -147,14 +178,14 @@ class Experiment:
         ids = [q.qid for q in (res.dataset.questions[:lim] if lim else res.dataset.questions)]
         rows = [r for r in read_predictions(folder / "predictions.jsonl") if r["id"] in set(ids) and not r.get("failed")]
         print(f"    F1 {s.get('f1', float('nan')):.2f} on {s['n']} questions, {time.perf_counter() - t0:.1f} s", flush=True)
-        self.runs.append(dict(folder=str(folder), method=method, run_name=m.run_name(), dataset=ds, limit=lim,
+        self.runs.append(dict(folder=str(folder), method=method, run_name=m.run_name(), dataset=ds, limit=lim, llm=res.llm_spec,
                               params=m.config.to_dict(), summary={k: v for k, v in s.items() if k != "manifest"}))
         return s, rows
 
-    def table(self, df, name: str) -> list[Path]:
-        "Save a pandas DataFrame as `tables/NAME.md` (Markdown) and `tables/NAME.csv`; returns both paths."
+    def table(self, df, name: str, caption: str = "") -> list[Path]:
+        "Save a pandas DataFrame as `tables/NAME.md` (Markdown, `caption` above it) and `tables/NAME.csv`; returns both paths."
         md, csv = self.out / "tables" / f"{name}.md", self.out / "tables" / f"{name}.csv"
-        md.write_text(markdown_table(df) + "\n"); df.to_csv(csv, index=False)
+        md.write_text((f"{caption}\n\n" if caption else "") + markdown_table(df) + "\n"); df.to_csv(csv, index=False)
         self.outputs += [str(md), str(csv)]
         return [md, csv]
 
@@ -204,11 +235,12 @@ def structure(r: dict, dataset: str) -> str:
 
 # %% ../nbs/95_reproduce.ipynb #baa9edd6
 EXPERIMENTS = {"megrag_tables": "50_megrag_tables.ipynb", "megrag_figures": "51_megrag_figures.ipynb",
-               "evireform_tables": "52_evireform_tables.ipynb"}
+               "evireform_tables": "52_evireform_tables.ipynb", "cara_tables": "53_cara_tables.ipynb"}
 
 PROFILES = {
     "demo": dict(dataset="demo", limit=2, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=8,
-                 megrag={"n_p": 3, "budget": 2}, budgets=[1, 2], openie_backend="parser"),
+                 megrag={"n_p": 3, "budget": 2}, budgets=[1, 2], openie_backend="parser",
+                 cara={"agents": 2, "t_max": 2, "show": 5, "neighbors_k": 5, "snippet_chars": 100, "causal_tokens_per_candidate": 12, "read": False}),
     "paper": dict(dataset="2wikimultihopqa", table2_dataset="musique", table_datasets=["2wikimultihopqa", "hotpotqa", "musique"], limit=1000, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=32),
 }
 

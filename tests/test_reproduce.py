@@ -56,14 +56,16 @@ def test_every_notebook_ran_and_wrote_its_outputs(done):
 def test_figures_are_images_with_the_expected_series(done):
     from PIL import Image
     out, d = done
-    figs = sorted({Path(f).stem for f in d["megrag_figures"]["outputs"] + d["evireform_tables"]["outputs"] if f.endswith(".png")})
-    assert figs == ["evireform_paired", "megrag_budget", "megrag_fig3_termination", "megrag_fig4_composition", "megrag_fig5_depth", "megrag_fig6_latency"]
+    figs = sorted({Path(f).stem for f in d["megrag_figures"]["outputs"] + d["evireform_tables"]["outputs"] + d["cara_tables"]["outputs"] if f.endswith(".png")})
+    assert figs == ["cara_variants", "evireform_coverage", "evireform_paired", "megrag_budget", "megrag_fig3_termination", "megrag_fig4_composition", "megrag_fig5_depth", "megrag_fig6_latency"]
     for f in figs:
         with Image.open(out / "figures" / f"{f}.png") as im: im.verify(); assert im.format == "PNG"
         with Image.open(out / "figures" / f"{f}.png") as im: assert im.size[0] > 300 and im.size[1] > 200
     series = {"megrag_fig3_termination": ["ours", "paper", "n = 3 questions"], "megrag_fig4_composition": ["T+S+P", "T+S", "n = 3 questions"],
               "megrag_fig5_depth": ["F1 (ours)", "mean steps (ours)"], "megrag_fig6_latency": ["direct", "native_rag", "megrag", "megrag (paper)"],
-              "megrag_budget": ["ours", "paper (MuSiQue)", "budget exhausted (%)"], "evireform_paired": ["ours: full minus control"]}
+              "megrag_budget": ["ours", "paper (MuSiQue)", "budget exhausted (%)"], "evireform_paired": ["ours: full minus control"],
+              "cara_variants": ["Hit@1", "Recall@20", "MRR", "nodes examined", "n = 3 questions", "STaRK"],
+              "evireform_coverage": ["ours (evireform)", "paper (2wikimultihopqa)", "final top 5", "n = 3 questions"]}
     for f, want in series.items():
         text = _svg_text(out / "figures" / f"{f}.svg")
         assert all(w in text for w in want), (f, want, text[:300])
@@ -86,6 +88,79 @@ def test_figure_numbers_come_from_the_runs(done):
     assert ours == pytest.approx({k: s[k] for k in ("calls saved %", "tokens saved %", "delta F1")})
 
 
+def test_megrag_table1_has_the_iterative_baselines_and_says_the_student_was_not_run(done):
+    import pandas as pd
+    out, _ = done
+    t1 = pd.read_csv(out / "tables" / "megrag_table1.csv")
+    assert list(t1["run"]) == ["direct", "native_rag", "oracle", "ircot", "iter_retgen", "megrag", "megrag (distilled): not run (no student adapter)"]
+    assert t1["n"].iloc[:6].tolist() == [3] * 6 and pd.isna(t1["n"].iloc[6]) and pd.isna(t1["F1"].iloc[6])
+    assert t1["paper F1"].iloc[5:].tolist() == [57.93, 76.34]                    # prompt-only beside w/o SFT, the distilled row beside Table 1
+    t3 = pd.read_csv(out / "tables" / "megrag_table3.csv")
+    assert [r for r in t3["run"] if "not run" in r] == ["full (distilled): not run (no student adapter)", "no_sft: not run (no student adapter)"]
+    with pytest.raises(ExperimentError, match="student must be a spec BASE\\+lora:ADAPTER_FOLDER"):
+        reproduce("demo", only=["megrag_tables"], params={**FAKE, "student": "smollm2-135m"}, out=out, progress=False)
+
+
+def test_a_student_adds_the_distilled_rows(fake_env, tmp_path):
+    "With a student spec the distilled rows are runs of the student (here a scripted stand-in), with their numbers."
+    import pandas as pd
+    reproduce("demo", only=["megrag_tables"], params={**FAKE, "limit": 2, "table1": ["megrag"], "budgets": [1], "student": "py:fakes:ScriptedPolicy"},
+              out=tmp_path, progress=False)
+    t1 = pd.read_csv(tmp_path / "tables" / "megrag_table1.csv").set_index("run")
+    assert list(t1.index) == ["megrag", "megrag (distilled)"] and t1.loc["megrag (distilled)", "n"] == 2
+    assert t1.loc["megrag (distilled)", "paper F1"] == 76.34 and not pd.isna(t1.loc["megrag (distilled)", "F1"])
+    t3 = pd.read_csv(tmp_path / "tables" / "megrag_table3.csv").set_index("run")
+    assert t3.loc[["full (distilled)", "no_sft"], "n"].tolist() == [2, 2] and not any("not run" in r for r in t3.index)
+    rec = json.loads((tmp_path / "results" / "megrag_tables.json").read_text())
+    assert rec["params"]["student"] == "py:fakes:ScriptedPolicy"                     # the provenance names the student
+
+
+def test_cara_tables_come_from_the_runs(done):
+    "The retrieval and cost tables are the run folders' summaries, one row per variant, with the paper's row named and the datasets said."
+    import pandas as pd
+    out, _ = done
+    rec = json.loads((out / "results" / "cara_tables.json").read_text())
+    assert [r["params"]["variant"] for r in rec["runs"]] == ["full", "no_causal", "count", "no_causal_count", "global_search"]
+    assert rec["configs"]["cara"]["agents"] == 2 and rec["configs"]["cara"]["t_max"] == 2            # the demo profile's agent budget
+    ret, cost = pd.read_csv(out / "tables" / "cara_retrieval.csv"), pd.read_csv(out / "tables" / "cara_cost.csv")
+    for r in rec["runs"]:
+        s = json.loads((Path(r["folder"]) / "summary.json").read_text())
+        row = ret[ret.variant == r["params"]["variant"]].iloc[0]
+        assert (row["n"], row["Hit@1"], row["Recall@20"], row["MRR"]) == (3, s["hit@1"], s["recall@20"], s["mrr"])
+        c = cost[cost.variant == r["params"]["variant"]].iloc[0]
+        assert (c["agent calls"], c["causal calls"], c["nodes examined"], c["total calls"]) == pytest.approx(
+            (s["agent_calls"], s["causal_calls"], s["nodes_examined"], s["agent_calls"] + s["causal_calls"]))
+    assert cost.set_index("variant").loc["global_search", "agent calls"] == 0
+    assert ret.set_index("variant").loc["no_causal_count", "paper row"].startswith("ARK")
+    md = (out / "tables" / "cara_retrieval.md").read_text()
+    assert "STaRK" in md and "corpus graph" in md and "first 3 questions" in md
+    assert set(pd.read_csv(out / "tables" / "cara_paired.csv")["against"]) == {"no_causal", "count", "no_causal_count", "global_search"}
+
+
+def test_evireform_appendix_tables_come_from_the_committed_runs(done):
+    "Table A.2's contrasts are paired differences of the named runs; Tables A.3/A.4 are `evireform_summary` of each run; the paper's 2Wiki values beside them."
+    import pandas as pd
+    from megrag_kit.evireform import evireform_summary
+    from megrag_kit.metrics import paired_bootstrap
+    out, _ = done
+    root = Path(__file__).parents[1] / "runs"
+    tc = pd.read_csv(out / "tables" / "evireform_controls.csv").set_index("contrast")
+    assert list(tc.index) == ["reformulation, with propagation", "propagation, with reformulation", "reformulation, without propagation",
+                              "propagation, without reformulation", "full minus repeating the question", "full minus residual queries only"]
+    first = lambda n: [r for r in read_predictions(root / n / "predictions.jsonl") if not r.get("failed")][:3]   # the tests' limit
+    sc = lambda n: {r["id"]: 100 * r["chain@5"] for r in first(n)}
+    d = paired_bootstrap(sc("2wiki20-evireform"), sc("2wiki20-evireform-no_reformulation"))
+    assert tc.loc["reformulation, with propagation", "chain@5 diff"] == round(d["diff"], 2)
+    assert tc.loc["reformulation, with propagation", ["paper recall@5 diff", "paper chain@5 diff"]].tolist() == [7.20, 18.00]
+    assert pd.isna(tc.loc["propagation, without reformulation", "paper chain@5 diff"])
+    tv = pd.read_csv(out / "tables" / "evireform_coverage.csv").set_index("run")
+    cov = evireform_summary(first("2wiki20-evireform"))
+    assert tv.loc["2wiki20-evireform", ["chain initial %", "chain expanded %", "incomplete initially", "became complete"]].tolist() == \
+        [cov["chain_initial"], cov["chain_expanded"], cov["incomplete_initial"], cov["became_complete"]]
+    assert tv.loc["2wiki20-evireform", ["paper chain initial %", "paper became complete"]].tolist() == [53.0, 416]
+    assert "2wiki20-evireform-no_reformulation" not in tv.index                    # no residual queries: no expanded pool to count
+
+
 def test_a_second_reproduction_reuses_the_runs(done, fake_env):
     out, _ = done
     before = {p: p.read_text() for p in (out / "runs").glob("*/predictions.jsonl")}
@@ -102,6 +177,10 @@ def test_parameter_typos_fail_naming_the_valid_names(fake_env, tmp_path):
     r = CliRunner().invoke(app, ["reproduce", "--only", "megrag_figures", "--param", "latency_methods=[\"megrg\"]", "--limit", "1",
                                  "--llm", "py:fakes:ScriptedPolicy", "--embedder", "py:fakes:HashEmbedder", "--out", str(tmp_path)])
     assert r.exit_code == 1 and "unknown method 'megrg'" in r.output, r.output
+    with pytest.raises(ExperimentError, match="cara_tables failed: ConfigError: cara: variant must be one of \\['full', 'no_causal'"):
+        reproduce("demo", only=["cara_tables"], params={**FAKE, "variants": ["full", "no_casual"]}, out=tmp_path, progress=False)
+    with pytest.raises(ExperimentError, match="cara_tables failed: ConfigError: cara: unknown parameter agent; valid: "):
+        reproduce("demo", only=["cara_tables"], params={**FAKE, "cara": {"agent": 2}}, out=tmp_path, progress=False)
     r = CliRunner().invoke(app, ["reproduce", "--only", "megrag_tabels"])
     assert r.exit_code == 2 and "unknown experiment 'megrag_tabels'" in r.output
 
