@@ -199,12 +199,12 @@ def report(rows_path: Path, out: Path):
         for emb in sorted({r["embedder"] for r in rows}):
             rs = [r for r in rows if r["embedder"] == emb]; ns = [r["n"] for r in rs]
             ax[0].plot(ns, [r["build_s"] for r in rs], "o-", label=f"embed + flat ({emb})")
-            ax[0].plot(ns, [r["hnsw_build_s"] for r in rs], "s--", label="HNSW from vectors")
-            ax[0].plot(ns, [r["ivf_build_s"] for r in rs], "^--", label="IVF from vectors")
+            ax[0].plot(ns, [r["hnsw_build_s"] for r in rs], "s--", label=f"HNSW from vectors ({emb})")
+            ax[0].plot(ns, [r["ivf_build_s"] for r in rs], "^--", label=f"IVF from vectors ({emb})")
             ax[1].plot(ns, [r["peak_rss_build_mb"] for r in rs], "o-", label=f"process peak RSS, build ({emb})")
-            ax[1].plot(ns, [r["old_path_peak_growth_mb"] for r in rs], "s--", label="vector handling, old path (peak growth)")
-            ax[1].plot(ns, [r["streamed_peak_growth_mb"] for r in rs], "^--", label="vector handling, streamed (peak growth)")
-            ax[1].plot(ns, [r["vectors_mb"] for r in rs], ":", color="grey", label="the vectors themselves")
+            ax[1].plot(ns, [r["old_path_peak_growth_mb"] for r in rs], "s--", label=f"vector handling, old path, peak growth ({emb})")
+            ax[1].plot(ns, [r["streamed_peak_growth_mb"] for r in rs], "^--", label=f"vector handling, streamed, peak growth ({emb})")
+            ax[1].plot(ns, [r["vectors_mb"] for r in rs], ":", color="grey", label=f"the vectors themselves ({emb})")
         for a_, t_ in zip(ax, ("build time (s)", "memory (MB)")):
             a_.set_xscale("log"); a_.set_yscale("log"); a_.set_xlabel("passages"); a_.set_ylabel(t_); a_.legend(fontsize=7)
         fig.suptitle("Dense index vs corpus size (synthetic corpus, bench_scale.py)", fontsize=10)

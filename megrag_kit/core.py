@@ -113,8 +113,10 @@ def default_threads() -> tuple[int, str]:
     """`(n, source)`: the CPU thread count the kit uses when none is given, and where it came from.
 
     In order: `$MEGRAG_KIT_THREADS` (source `MEGRAG_KIT_THREADS`), `$OMP_NUM_THREADS` (source `OMP_NUM_THREADS`),
-    else every core this process may run on (source `cores`, `os.sched_getaffinity`). `ValueError` naming the variable
-    when it is set to anything but an integer >= 1."""
+    else the cores nobody else is using, at least one: the cores this process may run on (`os.sched_getaffinity`) less
+    the 1-minute load average, rounded (source `free cores`, e.g. 2 on an idle 2-core machine, 1 beside another
+    CPU-bound job). Two threads on a core another job holds wait on each other at every parallel step: measured in
+    `benchmarks/results/threads.md`. `ValueError` naming the variable when it is set to anything but an integer >= 1."""
     for var in (THREADS_ENV, "OMP_NUM_THREADS"):
         v = os.environ.get(var, "").strip()
         if not v: continue
@@ -122,7 +124,8 @@ def default_threads() -> tuple[int, str]:
         except ValueError: n = 0
         if n < 1: raise ValueError(f"${var} must be an integer >= 1, got {v!r}")
         return n, var
-    return _cores(), "cores"
+    cores = _cores()
+    return max(1, min(cores, cores - round(os.getloadavg()[0]))), "free cores"
 
 def set_threads(n: int | None = None) -> dict:
     """Use `n` CPU threads (default `default_threads()`) for every thread pool the kit drives; returns `thread_settings()`.
