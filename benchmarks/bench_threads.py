@@ -88,6 +88,7 @@ def main():
                     rows.append(dict(mode=mode, n=n, native=t_native, emb=t_emb, la=la, la2=la2))
                     say(f"{mode:9s} threads={n}: native_rag {a.questions} q {t_native:6.1f} s (load {la:.2f}); "
                         f"embed {a.passages} passages {t_emb:6.1f} s = {a.passages / t_emb:6.1f} passages/s (load {la2:.2f})")
+                    if a.out: Path(a.out).parent.mkdir(parents=True, exist_ok=True); Path(a.out).write_text("\n".join(LINES) + "\n")   # a cut run keeps its lines
             finally:
                 for b in burners: b.kill(); b.wait()
             if burners: time.sleep(3)
