@@ -29,7 +29,7 @@ def main():
     qs = [q.question for q in ds.questions[:a.questions]]
     say("# Embedding: fp32 vs bf16 (all-MiniLM-L6-v2, CPU)\n")
     say(f"dataset={ds.name} passages={len(texts)} questions={len(qs)} torch_threads={torch.get_num_threads()} cores={os.cpu_count()} "
-        f"load average before: {os.getloadavg()[0]:.2f}\n")
+        f"load average before: {os.getloadavg()[0]:.2f}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
     vecs, qvecs, rows = {}, {}, []
     for spec in ("minilm", "minilm@bf16"):
         emb = load_embedder(spec, "cpu")

@@ -77,7 +77,7 @@ def main():
     msgs = [openie_prompt(p) for p in passages]
     say(f"# OpenIE generation: where the time goes\n")
     say(f"dataset={ds.name} corpus={N} passages (every {step}th, {len(passages)} used) torch_threads={torch.get_num_threads()} "
-        f"cores={os.cpu_count()} load average before: {os.getloadavg()[0]:.2f}\n")
+        f"cores={os.cpu_count()} load average before: {os.getloadavg()[0]:.2f}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
 
     llm = load_llm("smollm2-135m", "cpu", cache=False, batch_size=1)
     tok, model = llm.tok, llm.model
@@ -171,7 +171,7 @@ def main():
         same = "-" if r["same"] is None else f"{r['same']}/{r['n']}"
         same_t = "-" if r["same_t"] is None else f"{r['same_t']}/{r['n']}"
         say(f"| {r['name']} | {r['s']:.2f} | {r['pps']:.2f} | {r['tps']:.1f} | {r['toks']:.0f} | {r['ok']}/{r['n']} | {same} | {same_t} | {r['s'] * N / 3600:.1f} h |")
-    say(f"\nload average after: {os.getloadavg()[0]:.2f}")
+    say(f"\nload average after: {os.getloadavg()[0]:.2f}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         Path(a.out).write_text("\n".join(LINES) + "\n")

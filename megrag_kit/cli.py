@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses, functools, json, sys
 from pathlib import Path
 import typer
-from .core import DataError, set_seed, resolve_device
+from .core import DataError, set_seed, set_threads, resolve_device
 from .data import DATASETS, load_dataset
 from .models import ModelCallError, check_llm_options, check_model_spec
 from .retrievers import IndexMismatchError
@@ -26,8 +26,12 @@ _STATE = {"debug": False}
 FRIENDLY_ERRORS = (DataError, ConfigError, RunMismatchError, ModelCallError, IndexMismatchError, ValueError, KeyError, OSError)
 
 @app.callback()
-def _options(debug: bool = typer.Option(False, "--debug", help="show the full traceback of an error (also accepted after the command)")):
+def _options(debug: bool = typer.Option(False, "--debug", help="show the full traceback of an error (also accepted after the command)"),
+             threads: int = typer.Option(None, "--threads", min=1, help="CPU threads of torch, faiss and the tokenizers (default: $MEGRAG_KIT_THREADS, "
+                                         "else $OMP_NUM_THREADS, else the cores the load average leaves free, at least 1); recorded in run.json")):
     _STATE["debug"] = _STATE["debug"] or debug
+    try: set_threads(threads)
+    except ValueError as e: raise typer.BadParameter(str(e), param_hint="--threads / $MEGRAG_KIT_THREADS")
 
 def friendly(fn):
     """A command whose expected failures (a bad file, parameter, run folder, model server...) print one line, `Error: ...`,

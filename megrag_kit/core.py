@@ -4,13 +4,14 @@
 
 # %% ../nbs/00_core.ipynb #21fa18cd
 from __future__ import annotations
-import hashlib, json, os, random, re
+import hashlib, json, os, random, re, sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError', 'DataWarning', 'cache_dir', 'resolve_device',
-           'set_seed', 'stable_hash', 'content_words', 'unit_id', 'parse_unit_id', 'unit_pid']
+__all__ = ['THREADS_ENV', 'STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError', 'DataWarning', 'cache_dir',
+           'resolve_device', 'set_seed', 'default_threads', 'set_threads', 'thread_settings', 'stable_hash',
+           'content_words', 'unit_id', 'parse_unit_id', 'unit_pid']
 
 # %% ../nbs/00_core.ipynb #af92815e
 @dataclass(frozen=True)
@@ -99,6 +100,64 @@ def set_seed(seed: int = 0):
     "Seed python, numpy and torch (all devices)."
     import numpy as np, torch
     random.seed(seed); np.random.seed(seed); torch.manual_seed(seed)
+
+# %% ../nbs/00_core.ipynb #079555f9
+THREADS_ENV = "MEGRAG_KIT_THREADS"
+_THREADS = {"threads": None, "source": None}
+
+def _cores() -> int:
+    try: return len(os.sched_getaffinity(0))
+    except AttributeError: return os.cpu_count() or 1
+
+def default_threads() -> tuple[int, str]:
+    """`(n, source)`: the CPU thread count the kit uses when none is given, and where it came from.
+
+    In order: `$MEGRAG_KIT_THREADS` (source `MEGRAG_KIT_THREADS`), `$OMP_NUM_THREADS` (source `OMP_NUM_THREADS`),
+    else the cores nobody else is using, at least one: the cores this process may run on (`os.sched_getaffinity`) less
+    the 1-minute load average, rounded (source `free cores`, e.g. 2 on an idle 2-core machine, 1 beside another
+    CPU-bound job). Two threads on a core another job holds wait on each other at every parallel step: measured in
+    `benchmarks/results/threads.md`. `ValueError` naming the variable when it is set to anything but an integer >= 1."""
+    for var in (THREADS_ENV, "OMP_NUM_THREADS"):
+        v = os.environ.get(var, "").strip()
+        if not v: continue
+        try: n = int(v)
+        except ValueError: n = 0
+        if n < 1: raise ValueError(f"${var} must be an integer >= 1, got {v!r}")
+        return n, var
+    cores = _cores()
+    return max(1, min(cores, cores - round(os.getloadavg()[0]))), "free cores"
+
+def set_threads(n: int | None = None) -> dict:
+    """Use `n` CPU threads (default `default_threads()`) for every thread pool the kit drives; returns `thread_settings()`.
+
+    Sets torch's intra-op threads (`torch.set_num_threads`), faiss's OpenMP threads (`faiss.omp_set_num_threads`),
+    and the environment read by libraries not yet imported and by child processes: `OMP_NUM_THREADS`,
+    `MKL_NUM_THREADS` = `n`, and `TOKENIZERS_PARALLELISM` (`false` for one thread, `true` otherwise; the Rust
+    tokenizers' own pool). torch and faiss are not imported here: one already imported is set now, one imported later
+    reads `OMP_NUM_THREADS`. llama.cpp models take their default `n_threads` from torch's count. `ValueError` for
+    `n < 1`."""
+    if n is None: n, source = default_threads()
+    else: source = "argument"
+    n = int(n)
+    if n < 1: raise ValueError(f"threads must be >= 1, got {n}")
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"): os.environ[var] = str(n)
+    os.environ["TOKENIZERS_PARALLELISM"] = "false" if n == 1 else "true"
+    if "torch" in sys.modules: sys.modules["torch"].set_num_threads(n)
+    if "faiss" in sys.modules: sys.modules["faiss"].omp_set_num_threads(n)
+    _THREADS.update(threads=n, source=source)
+    return thread_settings()
+
+def thread_settings() -> dict:
+    """What the thread pools are set to now, for a run's manifest: `threads` and `source` (as last given to
+    `set_threads`, `None` if it was never called), `cores` (this process's), `torch` (intra-op threads; `None` when
+    torch is not imported), `faiss` (OpenMP max threads; `None` when faiss is not imported), `omp_num_threads` and
+    `tokenizers_parallelism` (the environment variables, `None` when unset)."""
+    torch, faiss = sys.modules.get("torch"), sys.modules.get("faiss")
+    return dict(threads=_THREADS["threads"], source=_THREADS["source"], cores=_cores(),
+                torch=torch.get_num_threads() if torch is not None else None,
+                faiss=faiss.omp_get_max_threads() if faiss is not None else None,
+                omp_num_threads=os.environ.get("OMP_NUM_THREADS"), tokenizers_parallelism=os.environ.get("TOKENIZERS_PARALLELISM"))
+
 
 # %% ../nbs/00_core.ipynb #740ddf23
 def stable_hash(obj) -> str:

@@ -11,8 +11,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 # %% auto #0
-__all__ = ['IndexMismatchError', 'Retriever', 'slug', 'text_fingerprint', 'embedder_tokenizer', 'token_lengths', 'token_windows',
-           'DenseIndex', 'BM25Index', 'rrf']
+__all__ = ['INDEX_TYPES', 'IndexMismatchError', 'Retriever', 'slug', 'text_fingerprint', 'embedder_tokenizer', 'token_lengths',
+           'token_windows', 'DenseIndex', 'BM25Index', 'rrf']
 
 # %% ../nbs/03_retrievers.ipynb #91ab4393
 class IndexMismatchError(RuntimeError):
@@ -90,31 +90,55 @@ def token_windows(text: str, tokenizer, max_tokens: int, overlap: int = 64) -> l
         s = word_start(nxt) if word_start(nxt) > s else nxt
 
 # %% ../nbs/03_retrievers.ipynb #1fb12c51
+INDEX_TYPES = ("flat", "hnsw", "ivf")
+
+def _npy_rows(path, start: int, stop: int) -> np.ndarray:
+    "Rows `[start, stop)` of a 2-d float32 `.npy` file, read with ordinary file reads (no mapping stays in the process)."
+    with open(path, "rb") as f:
+        np.lib.format.read_magic(f); shape, _, _ = np.lib.format.read_array_header_1_0(f)
+        f.seek(f.tell() + start * shape[1] * 4)
+        return np.fromfile(f, dtype=np.float32, count=(stop - start) * shape[1]).reshape(-1, shape[1])
+
 class DenseIndex:
-    """Exact cosine search over `texts` with an embedder, saved to disk on first use.
+    """Cosine search over `texts` with an embedder (exact, or approximate with `index_type`), saved to disk on first use.
 
     `embedder.encode(list[str])` must return L2-normalized float32 rows `[n, embedder.dim]`;
     `embedder.model_id` names the model. `chunking`: `truncate` (default: one vector per text, which the embedder
     cuts at its input limit) or `window` (texts longer than the limit are split by `token_windows` with `overlap`
     word pieces shared between neighbouring windows, one vector per window; needs `embedder_tokenizer`).
-    Files: `folder/<slug(model_id)>/<stem>.faiss` with `<stem>.meta.json`, where `stem` is `name` for truncation
-    and `<name>.window-overlap<overlap>` for windows; both written atomically. The manifest holds `model_id`,
+    `index_type`: `flat` (default; exact inner product, `faiss.IndexFlatIP`), `hnsw` (`faiss.IndexHNSWFlat`, graph
+    of `hnsw_m` links per vector, `ef_search` candidates per query) or `ivf` (`faiss.IndexIVFFlat`, `nlist` k-means
+    cells, default `clip(4 sqrt(n_rows), 1, n_rows // 39)`, trained on at most `39 nlist` rows evenly spaced over the
+    vectors; `nprobe` cells visited per query); the two approximate ones may miss some of the exact top `k`.
+    Building streams the vectors: each batch of 256 inputs is embedded and appended to `<stem>.vectors.npy` (float32
+    `[n_rows, dim]`), then added to the faiss index in chunks read back from that file, so the process never holds
+    more than the index and one batch (no list of batches concatenated in memory). `vectors()` maps that file.
+    Files: `folder/<slug(model_id)>/<stem>.faiss` with `<stem>.meta.json` and `<stem>.vectors.npy`, where `stem` is
+    `name` for truncation, `<name>.window-overlap<overlap>` for windows, plus `.hnsw` or `.ivf` for those index
+    types; all written atomically. The manifest holds `model_id`,
     `dim`, `n`, the texts' `fingerprint`, `chunking` (and `overlap`, `n_windows` for windows), `max_tokens` (the
     embedder's input limit in word pieces, special tokens included), `longest_tokens`, `n_long` (texts over the
     limit), `n_truncated` (inputs the embedder cut: the long texts when truncating, windows over the limit, 0 by
     construction, when windowing) and `seconds` to build; the token counts are `null` when the embedder's
     tokenizer is unknown (`embedder_tokenizer`). Building with truncation warns (`UserWarning`) when some text is
     longer than the limit. Opening files made by another model id or dimension, for other texts, or with other
-    chunking raises `IndexMismatchError`. Ids are positions in `texts` in both modes; `meta` is the manifest as a
-    dict once built or loaded. `ValueError` for an empty `texts`, an unknown `chunking` or a negative `overlap`
-    (here), for `window` with an embedder of unknown tokenizer or an `overlap` not below the window width (at
+    chunking, index type or build parameters (`hnsw_m`, `nlist`) raises `IndexMismatchError`; `ef_search` and
+    `nprobe` are search settings, applied to whatever is loaded. Ids are positions in `texts` in both modes; `meta` is the manifest as a
+    dict once built or loaded. `ValueError` for an empty `texts`, an unknown `chunking` or `index_type`, a negative
+    `overlap` or a non-positive `hnsw_m`, `ef_search`, `nlist` or `nprobe` (here), for `window` with an embedder of unknown tokenizer or an `overlap` not below the window width (at
     build) and for `k < 1` (at search). This is the passage view of "MEGRAG: Multi-Granular
     Evidence Graphs for Answer-Aware Multi-Hop RAG", §Methodology (dense retrieval of the passage view, the first
     step of every hop)."""
     def __init__(self, texts: list[str], embedder, folder, name: str = "passages", show_progress: bool = True,
-                 chunking: str = "truncate", overlap: int = 64):
+                 chunking: str = "truncate", overlap: int = 64, index_type: str = "flat", hnsw_m: int = 32, ef_search: int = 64,
+                 nlist: int | None = None, nprobe: int = 16):
         if chunking not in ("truncate", "window"): raise ValueError(f"chunking must be truncate|window, got {chunking!r}")
         if int(overlap) < 0: raise ValueError(f"overlap must be >= 0, got {overlap}")
+        if index_type not in INDEX_TYPES: raise ValueError(f"index_type must be {'|'.join(INDEX_TYPES)}, got {index_type!r}")
+        for k, v in dict(hnsw_m=hnsw_m, ef_search=ef_search, nprobe=nprobe, nlist=1 if nlist is None else nlist).items():
+            if int(v) < 1: raise ValueError(f"{k} must be >= 1, got {v}")
+        self.index_type, self.hnsw_m, self.ef_search, self.nprobe = index_type, int(hnsw_m), int(ef_search), int(nprobe)
+        self.nlist = None if nlist is None else int(nlist)
         self.texts = list(texts)
         if not self.texts: raise ValueError(f"DenseIndex {name!r} needs at least one text: the text list is empty")
         self.embedder, self.folder, self.name, self.show_progress = embedder, Path(folder), name, show_progress
@@ -125,8 +149,9 @@ class DenseIndex:
     def __len__(self): return len(self.texts)
     @property
     def stem(self) -> str:
-        "The files' name without extension: `name`, or `<name>.window-overlap<overlap>` for windows."
-        return self.name if self.chunking == "truncate" else f"{self.name}.window-overlap{self.overlap}"
+        "The files' name without extension: `name`, or `<name>.window-overlap<overlap>` for windows, plus `.hnsw` / `.ivf`."
+        s = self.name if self.chunking == "truncate" else f"{self.name}.window-overlap{self.overlap}"
+        return s if self.index_type == "flat" else f"{s}.{self.index_type}"
     @property
     def path(self) -> Path:
         "The `.faiss` file of the vectors."
@@ -136,6 +161,10 @@ class DenseIndex:
         "The `.meta.json` file beside the vectors (the manifest)."
         return self.path.with_name(f"{self.stem}.meta.json")
     @property
+    def vectors_path(self) -> Path:
+        "The `.vectors.npy` file of the vectors, float32 `[n_rows, dim]` (absent for indexes built before it existed)."
+        return self.path.with_name(f"{self.stem}.vectors.npy")
+    @property
     def fingerprint(self) -> str:
         "`text_fingerprint(texts)`, computed once."
         if self._fp is None: self._fp = text_fingerprint(self.texts)
@@ -144,6 +173,9 @@ class DenseIndex:
     def _want(self) -> dict:
         want = dict(model_id=self.embedder.model_id, dim=int(self.embedder.dim), n=len(self.texts), fingerprint=self.fingerprint, chunking=self.chunking)
         if self.chunking == "window": want.update(overlap=self.overlap, max_tokens=embedder_tokenizer(self.embedder)[1])
+        want["index_type"] = self.index_type
+        if self.index_type == "hnsw": want["hnsw_m"] = self.hnsw_m
+        if self.index_type == "ivf" and self.nlist is not None: want["nlist"] = self.nlist
         return want
 
     def _inputs(self) -> tuple[list[str], np.ndarray | None, dict]:
@@ -184,7 +216,8 @@ class DenseIndex:
         want = self._want()
         if self.meta_path.exists() and self.path.exists():
             meta = json.loads(self.meta_path.read_text())
-            held = {k: meta.get(k, "truncate" if k == "chunking" else None) for k in want}   # files from before chunking existed truncate
+            old = dict(chunking="truncate", index_type="flat")                                 # files from before these options existed
+            held = {k: meta.get(k, old.get(k)) for k in want}
             core = ("model_id", "dim", "n", "fingerprint")
             if any(held[k] != want[k] for k in core):
                 raise IndexMismatchError(f"{self.path} holds vectors of model {held['model_id']} (dim {held['dim']}) for n={held['n']} texts "
@@ -200,27 +233,63 @@ class DenseIndex:
             if owners is not None and not (np.all(np.diff(owners) >= 0) and np.array_equal(np.unique(owners), np.arange(want["n"]))):
                 raise IndexMismatchError(f"{self.path}: its window labels do not run through the {want['n']} texts in order")
             self._index, self.meta = index, meta
-            self._set_owners(owners)
+            self._tune(); self._set_owners(owners)
             return self
         t0 = time.perf_counter()
         inputs, owners, stats = self._inputs()
-        vecs, bs = [], 256
-        for b in tqdm(range(0, len(inputs), bs), desc=f"embed {self.name}", disable=not self.show_progress, unit=f"x{bs}"):
-            vecs.append(np.asarray(self.embedder.encode(inputs[b:b + bs]), dtype=np.float32))
-        vecs = np.concatenate(vecs)
-        if vecs.shape != (len(inputs), self.embedder.dim):
-            raise ValueError(f"embedder {self.embedder.model_id} returned shape {vecs.shape}, expected {(len(inputs), self.embedder.dim)}")
-        index = faiss.IndexFlatIP(int(self.embedder.dim))
-        if owners is None: index.add(vecs)
-        else: index = faiss.IndexIDMap(index); index.add_with_ids(vecs, owners)
+        n, dim = len(inputs), int(self.embedder.dim)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = str(self.path) + f".tmp{os.getpid()}"
-        faiss.write_index(index, tmp); os.replace(tmp, self.path)
+        vtmp = self.vectors_path.with_name(self.vectors_path.name + f".tmp{os.getpid()}")
+        try:
+            self._stream_vectors(inputs, vtmp, dim)
+            index = self._new_index(dim, n, vtmp)
+            if owners is not None: index = faiss.IndexIDMap(index)
+            for b in range(0, n, 16384):
+                x = _npy_rows(vtmp, b, min(n, b + 16384))
+                if owners is None: index.add(x)
+                else: index.add_with_ids(x, owners[b:b + len(x)])
+            tmp = str(self.path) + f".tmp{os.getpid()}"
+            faiss.write_index(index, tmp); os.replace(tmp, self.path)
+            os.replace(vtmp, self.vectors_path)
+        finally: vtmp.unlink(missing_ok=True)
         meta = {**want, **stats, "seconds": round(time.perf_counter() - t0, 2)}
+        if self.index_type == "ivf": meta["nlist"] = int(faiss.extract_index_ivf(index).nlist)
         _write_json_atomic(self.meta_path, meta)   # written last: it vouches for the vectors
-        self._index, self._vecs, self.meta = index, vecs, meta
-        self._set_owners(owners)
+        self._index, self._vecs, self.meta = index, None, meta
+        self._tune(); self._set_owners(owners)
         return self
+
+    def _stream_vectors(self, inputs: list[str], path: Path, dim: int):
+        "Embed `inputs` 256 at a time, appending each batch to the `.npy` file `path` (float32 `[len(inputs), dim]`)."
+        bs = 256
+        with open(path, "wb") as f:
+            np.lib.format.write_array_header_1_0(f, dict(descr="<f4", fortran_order=False, shape=(len(inputs), dim)))
+            for b in tqdm(range(0, len(inputs), bs), desc=f"embed {self.name}", disable=not self.show_progress, unit=f"x{bs}"):
+                v = np.ascontiguousarray(self.embedder.encode(inputs[b:b + bs]), dtype=np.float32)
+                want = (len(inputs[b:b + bs]), dim)
+                if v.shape != want:
+                    raise ValueError(f"embedder {self.embedder.model_id} returned shape {v.shape} for inputs {b}..{b + want[0] - 1}, expected {want}")
+                f.write(v.tobytes())
+
+    def _new_index(self, dim: int, n: int, vec_file: Path):
+        "An empty faiss index of `index_type` (IVF trained on rows of `vec_file`)."
+        import faiss
+        if self.index_type == "flat": return faiss.IndexFlatIP(dim)
+        if self.index_type == "hnsw": return faiss.IndexHNSWFlat(dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        nlist = self.nlist or int(np.clip(round(4 * np.sqrt(n)), 1, max(1, n // 39)))
+        if nlist > n: raise ValueError(f"nlist={nlist} needs at least as many vectors, got {n}")
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        rows = np.unique(np.linspace(0, n - 1, min(n, 39 * nlist)).round().astype(np.int64))
+        index.train(np.load(vec_file, mmap_mode="r")[rows])
+        return index
+
+    def _tune(self):
+        "Apply the search settings (`ef_search`, `nprobe`) to the loaded index."
+        import faiss
+        inner = self._index.index if isinstance(self._index, faiss.IndexIDMap) else self._index
+        inner = faiss.downcast_index(inner)
+        if self.index_type == "hnsw": inner.hnsw.efSearch = self.ef_search
+        if self.index_type == "ivf": inner.nprobe = self.nprobe
 
     def encode(self, queries: list[str]) -> np.ndarray:
         "The embedder's normalized float32 vectors of `queries`, shape `[len(queries), dim]`."
@@ -257,13 +326,17 @@ class DenseIndex:
         return np.arange(len(self.texts)) if self._owners is None else self._owners
 
     def vectors(self) -> np.ndarray:
-        """All stored vectors, float32 `[n_rows, dim]` (read back from the index once): one row per text (`n_rows = n`,
+        """All stored vectors, float32 `[n_rows, dim]` (the `.vectors.npy` file mapped read-only, or for an older index
+        without it, read back from the index once): one row per text (`n_rows = n`,
         row `i` is text `i`) when truncating, one row per window (`n_rows = meta['n_windows']`, in text order,
         `owners` gives each row's text) with windows."""
         self.build()
-        if self._vecs is None:
+        if self._vecs is None and self.vectors_path.exists():
+            v = np.load(self.vectors_path, mmap_mode="r")
+            if v.shape == (self._index.ntotal, int(self.embedder.dim)): self._vecs = v
+        if self._vecs is None:                                         # an index from before the .vectors.npy file
             import faiss
-            flat = self._index if self._owners is None else faiss.downcast_index(self._index.index)
+            flat = faiss.downcast_index(self._index if self._owners is None else self._index.index)
             self._vecs = flat.reconstruct_n(0, flat.ntotal)
         return self._vecs
 

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from tqdm.auto import tqdm
-from .core import Dataset, DataError, Question
+from .core import Dataset, DataError, Question, thread_settings
 from .jsonl import JsonlAppender, read_jsonl
 from .models import Cost, CostMeter, ModelCallError
 from .metrics import exact_match, f1_score, answer_containment, retrieval_scores, bootstrap_ci, paired_bootstrap
@@ -127,7 +127,7 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     out = check_run_folder(out); out.mkdir(parents=True, exist_ok=True)
     qs = dataset.questions[:limit] if limit else dataset.questions
     res = method.res
-    now = dict(started=datetime.now(timezone.utc).isoformat(), limit=limit, n_questions=len(qs), batch_size=batch_size, versions=versions())
+    now = dict(started=datetime.now(timezone.utc).isoformat(), limit=limit, n_questions=len(qs), batch_size=batch_size, versions=versions(), threads=thread_settings())
     mf = dict(method=method.name, run_name=method.run_name(), params=method.config.to_dict(), dataset=dataset.name,
               llm=res.llm_spec, embedder=res.embedder_spec, seed=seed, **(manifest or {}))
     f = out / "run.json"

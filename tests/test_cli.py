@@ -223,3 +223,28 @@ def test_a_dead_server_fails_questions_not_the_run(tmp_path, monkeypatch):
     assert r.exit_code == 3 and "failed=2" in r.output and "run the same command again" in r.output, r.output
     rows = read_predictions(tmp_path / "r" / "predictions.jsonl")
     assert all("cannot connect to http://127.0.0.1:9/v1/chat/completions" in x["failed"] for x in rows)
+
+
+def test_threads_option_sets_the_pools_and_is_recorded(demo, tmp_path, monkeypatch):
+    import faiss, torch
+    from megrag_kit.core import set_threads
+    before = torch.get_num_threads()
+    for v in ("MEGRAG_KIT_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM"): monkeypatch.delenv(v, raising=False)
+    try:
+        r = CliRunner().invoke(app, ["--threads", "1", "run", "toy_word_count", "--dataset", "demo", "--limit", "1", "--out", str(tmp_path / "t")])
+        assert r.exit_code == 0, r.output
+        assert (torch.get_num_threads(), faiss.omp_get_max_threads()) == (1, 1)
+        th = json.loads((tmp_path / "t" / "run.json").read_text())["invocations"][-1]["threads"]
+        assert {k: th[k] for k in ("threads", "source", "torch", "faiss", "omp_num_threads", "tokenizers_parallelism")} == \
+            dict(threads=1, source="argument", torch=1, faiss=1, omp_num_threads="1", tokenizers_parallelism="false")
+        monkeypatch.setenv("MEGRAG_KIT_THREADS", "2")                 # the variable, when no option is given
+        r = CliRunner().invoke(app, ["run", "toy_word_count", "--dataset", "demo", "--limit", "2", "--out", str(tmp_path / "t")])
+        assert r.exit_code == 0, r.output
+        th = json.loads((tmp_path / "t" / "run.json").read_text())["invocations"][-1]["threads"]
+        assert (th["threads"], th["source"], th["torch"], th["tokenizers_parallelism"]) == (2, "MEGRAG_KIT_THREADS", 2, "true")
+        monkeypatch.setenv("MEGRAG_KIT_THREADS", "none")
+        r = CliRunner().invoke(app, ["datasets"])
+        assert r.exit_code == 2 and "MEGRAG_KIT_THREADS must be an integer >= 1, got 'none'" in re.sub(r"[\s│]+", " ", r.output)
+        assert CliRunner().invoke(app, ["--threads", "0", "datasets"]).exit_code == 2
+    finally:
+        set_threads(before)

@@ -121,7 +121,7 @@ def test_truncation_is_counted_in_the_manifest_and_warned_once(tok, tmp_path):
     meta = json.loads(d.meta_path.read_text())
     assert {k: v for k, v in meta.items() if k != "seconds"} == dict(
         model_id="pieces@1", dim=len(tok), n=3, fingerprint=text_fingerprint(texts), chunking="truncate",
-        max_tokens=32, longest_tokens=102, n_long=1, n_truncated=1)
+        max_tokens=32, longest_tokens=102, n_long=1, n_truncated=1, index_type="flat")
     assert d.meta == meta and d.path == tmp_path / "pieces_1" / "passages.faiss"
     with warnings.catch_warnings():
         warnings.simplefilter("error")                                # reopening the files says nothing again
@@ -213,8 +213,9 @@ def test_the_chunking_option_names_and_guards_the_files(demo, tok, tmp_path):
     with pytest.warns(UserWarning, match="longer than the 96-token"):
         cut = DenseIndex(texts, PieceEmbedder(tok, 96), tmp_path).build()
     win = DenseIndex(texts, PieceEmbedder(tok, 96), tmp_path, chunking="window").build()          # the default overlap, 64
-    assert sorted(p.name for p in cut.path.parent.iterdir()) == ["passages.faiss", "passages.meta.json",
-                                                                "passages.window-overlap64.faiss", "passages.window-overlap64.meta.json"]
+    assert sorted(p.name for p in cut.path.parent.iterdir()) == ["passages.faiss", "passages.meta.json", "passages.vectors.npy",
+                                                                "passages.window-overlap64.faiss", "passages.window-overlap64.meta.json",
+                                                                "passages.window-overlap64.vectors.npy"]
     assert cut.meta["chunking"] == "truncate" and win.meta["chunking"] == "window" and win.meta["overlap"] == 64
     q = [texts[3][-60:]]
     assert DenseIndex(texts, PieceEmbedder(tok, 96), tmp_path).search(q, 3) == cut.search(q, 3)   # each opens its own files
@@ -517,3 +518,45 @@ def test_lazy_triples_with_the_real_model_are_grounded(demo, smollm, tmp_path):
     rows = [json.loads(l) for l in store.triples_path().read_text().splitlines()]
     assert sorted(r["pid"] for r in rows) == sorted(pids)
     assert {r["pid"]: r["error"] for r in rows if r["error"]} == store.openie_failures
+
+
+def test_streamed_build_gives_the_vectors_and_hits_of_the_in_memory_build(demo, tmp_path):
+    import faiss
+    texts = [f"{p.content} ({r})" for r in range(3) for p in demo.corpus]          # 762 texts: three batches of 256
+    d = DenseIndex(texts, HashEmbedder(), tmp_path, show_progress=False).build()
+    ref_vecs = np.concatenate([HashEmbedder().encode(texts[b:b + 256]) for b in range(0, len(texts), 256)])   # the old path: batches in a list, joined
+    ref = faiss.IndexFlatIP(64); ref.add(ref_vecs)
+    v = d.vectors()
+    assert isinstance(v, np.memmap) and v.shape == (762, 64) and np.array_equal(np.asarray(v), ref_vecs)
+    assert np.array_equal(np.load(d.vectors_path), ref_vecs) and not list(d.path.parent.glob("*.tmp*"))
+    assert np.array_equal(faiss.downcast_index(d._index).reconstruct_n(0, 762), ref_vecs)
+    qs = ["Charles James Mathew", "Teutberga", "Aretha Franklin father"]
+    scores, ids = ref.search(HashEmbedder().encode(qs), 10)
+    assert d.search(qs, 10) == [[(int(i), float(s)) for i, s in zip(ri, rs)] for ri, rs in zip(ids, scores)]
+    d.vectors_path.unlink()                                                      # an index from before the file: read back from faiss
+    again = DenseIndex(texts, HashEmbedder(), tmp_path)
+    assert np.array_equal(again.vectors(), ref_vecs) and again.search(qs, 10) == d.search(qs, 10)
+
+
+def test_hnsw_and_ivf_find_the_flat_top_1_and_keep_their_own_files(demo, tmp_path):
+    texts = [p.content for p in demo.corpus]
+    qs = [t[:80] for t in texts[::10]]                                           # each query is the start of a passage: an easy case
+    flat = DenseIndex(texts, HashEmbedder(), tmp_path, show_progress=False)
+    top = [h[0] for h in flat.search(qs, 10)]
+    for kind in ("hnsw", "ivf"):
+        d = DenseIndex(texts, HashEmbedder(), tmp_path, show_progress=False, index_type=kind).build()
+        assert d.path.name == f"passages.{kind}.faiss" and d.meta["index_type"] == kind
+        hits = d.search(qs, 10)
+        assert [h[0][0] for h in hits] == [i for i, _ in top]
+        assert [h[0][1] for h in hits] == pytest.approx([s for _, s in top], abs=1e-5)
+        assert np.array_equal(d.vectors(), flat.vectors())
+    ivf = DenseIndex(texts, HashEmbedder(), tmp_path, index_type="ivf", nprobe=2).build()   # the search setting applies on load
+    assert ivf.meta["nlist"] == 6 and ivf._index.nprobe == 2                         # clip(4 sqrt(254), 1, 254 // 39)
+    hnsw = DenseIndex(texts, HashEmbedder(), tmp_path, index_type="hnsw", ef_search=16).build()
+    assert hnsw.meta["hnsw_m"] == 32 and hnsw._index.hnsw.efSearch == 16
+    with pytest.raises(IndexMismatchError, match=r"hnsw_m=32 \(wanted 8\)"):
+        DenseIndex(texts, HashEmbedder(), tmp_path, index_type="hnsw", hnsw_m=8).build()
+    with pytest.raises(ValueError, match="index_type must be flat|hnsw|ivf, got 'annoy'"):
+        DenseIndex(texts, HashEmbedder(), tmp_path, index_type="annoy")
+    with pytest.raises(ValueError, match="nprobe must be >= 1, got 0"):
+        DenseIndex(texts, HashEmbedder(), tmp_path, index_type="ivf", nprobe=0)
