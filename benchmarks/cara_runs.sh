@@ -10,4 +10,5 @@ for V in full no_causal global_search; do
   megrag-kit run cara --dataset 2wikimultihopqa --limit $N --device cpu --batch-size ${BATCH:-$N} $S --set variant=$V $EXTRA --out runs/2wiki$N-cara-$V || exit $?
 done
 python benchmarks/cara_refuse.py runs/2wiki$N-cara-full runs/2wiki$N-cara-global_search runs/2wiki$N-cara-count
-python benchmarks/cara_table.py runs/2wiki$N-cara-full runs/2wiki$N-cara-no_causal runs/2wiki$N-cara-count runs/2wiki$N-cara-global_search | tee benchmarks/results/2wiki$N-cara-table.md
+{ echo "CARA on the first $N 2WikiMultiHopQA questions (corpus graph, SmolLM2-135M on CPU; $S $EXTRA): \`BATCH=${BATCH:-$N} EXTRA='$EXTRA' bash benchmarks/cara_runs.sh $N\`"; echo
+  python benchmarks/cara_table.py runs/2wiki$N-cara-full runs/2wiki$N-cara-no_causal runs/2wiki$N-cara-count runs/2wiki$N-cara-global_search; } | tee benchmarks/results/2wiki$N-cara-table.md
