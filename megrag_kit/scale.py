@@ -54,7 +54,7 @@ _WORKER: dict = {}
 
 def _resources(job: dict) -> Resources:
     "The worker process's `Resources` for a job (built on first use, then kept)."
-    keys = ("llm", "embedder", "device", "batch_size", "cache", "openie", "chunking", "openie_backend", "llm_options", "store_root")
+    keys = ("llm", "embedder", "device", "batch_size", "cache", "openie", "chunking", "openie_backend", "llm_options", "store_root", "openie_batch")
     key = json.dumps([job["dataset"].fingerprint(), job["dataset"].name, *[job.get(k) for k in keys]], sort_keys=True, default=str)
     if key not in _WORKER:
         _WORKER[key] = Resources(job["dataset"], job.get("llm"), job.get("embedder"), device=resolve_device(job.get("device", "cpu")),
@@ -67,7 +67,9 @@ def _resources(job: dict) -> Resources:
 def _view(job: dict):
     "The job's extracted view (`triple` or `proposition`) over the worker's store."
     store = _resources(job).store
-    if job["view"] == "triple": return store.triple_view
+    if job["view"] == "triple":
+        if "triple" not in store.views: store.openie_batch = job.get("openie_batch", store.openie_batch)
+        return store.triple_view
     from megrag_kit.evireform import proposition_view
     return proposition_view(store, "lazy", job.get("view_batch", 8))
 
@@ -102,7 +104,7 @@ def _drain(ray, pending: dict, timeout_s: float | None):
 
 def extract_on_ray(dataset: Dataset | str, view: str = "triple", llm: str | None = "smollm2-135m", openie_backend: str = "llm",
                    workers: int = 2, chunk: int = 64, pids=None, store_root=None, device: str = "cpu", cache: bool = True,
-                   llm_options: dict | None = None, view_batch: int = 8, address: str | None = None, cpus_per_task: float = 1,
+                   llm_options: dict | None = None, view_batch: int = 8, openie_batch: int = 8, address: str | None = None, cpus_per_task: float = 1,
                    gpus_per_task: float = 0, timeout_s: float | None = None, data_dir=None, show_progress: bool = True) -> dict:
     """Fill an extracted view of `dataset`'s evidence store with Ray tasks; the driver appends every record.
 
@@ -111,8 +113,8 @@ def extract_on_ray(dataset: Dataset | str, view: str = "triple", llm: str | None
     it; `openai:URL#MODEL`: every worker calls that server); `pids`: the passages to do (default: the whole corpus),
     those already in the file skipped; `chunk`: passages per task (rounded up to whole batches of the view);
     `workers`: tasks in flight (and the CPUs of a local instance); `store_root`: the store folder (default the
-    store's folder in the kit's cache); `view_batch`: passages per model call of the proposition view (the triple
-    view uses the store's 8, the parser 64); `address`: a Ray cluster to join (see `init_ray`); `cpus_per_task`,
+    store's folder in the kit's cache); `openie_batch`: passages per model call of the LLM triple view (the store's
+    `openie_batch`; the parser takes 64); `view_batch`: the same for the proposition view; `address`: a Ray cluster to join (see `init_ray`); `cpus_per_task`,
     `gpus_per_task`: Ray resources of each task; `timeout_s`: `TimeoutError` when no task finishes for that long.
 
     Returns `{path, done, failed, skipped, chunks, prompt_tokens, completion_tokens, cache_hits, wall_s}`: `done`
@@ -129,7 +131,7 @@ def extract_on_ray(dataset: Dataset | str, view: str = "triple", llm: str | None
     try:
         job = dict(dataset=ray.put(ds), llm=None if openie_backend == "parser" and view == "triple" else llm, embedder=None,
                    device=device, cache=cache, openie_backend=openie_backend, llm_options=llm_options, store_root=str(root),
-                   view=view, view_batch=view_batch)
+                   view=view, view_batch=view_batch, openie_batch=openie_batch)
         describe, extract = _tasks(ray, _remote_describe, cpus_per_task, gpus_per_task), _tasks(ray, _remote_extract, cpus_per_task, gpus_per_task)
         info = ray.get(describe.remote(job), timeout=timeout_s)
         path, key = Path(info["path"]), info["key"]

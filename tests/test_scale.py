@@ -1,5 +1,5 @@
 """The Ray scale-out (issue 14) against the single-process path, on one local Ray instance with 2 workers for the whole
-module: parser triples of the demo corpus, SmolLM2's OpenIE triples of 16 passages, and a grid of `native_rag` and
+module: parser triples of the demo corpus, SmolLM2's OpenIE triples of 4 passages, and a grid of `native_rag` and
 `direct` over 20 demo questions. Skipped when ray is not installed or a local instance does not start here; no test
 asserts a time (benchmarks/bench_ray.py times the grid)."""
 import importlib.util, json, os, sys
@@ -75,14 +75,14 @@ def test_parser_triples_on_ray_equal_the_single_process_eager_build(local_ray, t
 @needs_ray
 @pytest.mark.slow
 def test_llm_openie_on_ray_equals_the_single_process_triples(local_ray, tmp_path):
-    "SmolLM2's greedy OpenIE of 16 passages: two chunks of one batch of 8 each, as the single-process pass batches them."
+    "SmolLM2's greedy OpenIE of 4 passages in batches of 2: two chunks of one batch each, as the single-process pass batches them."
     from megrag_kit.scale import extract_on_ray
     ds = load_dataset("demo")
-    single = EvidenceStore(ds, llm=load_llm("smollm2-135m", "cpu", cache=False), root=tmp_path / "single", show_progress=False)
-    assert single.extract_triples(range(16))["done"] == 16
-    rep = extract_on_ray(ds, "triple", "smollm2-135m", "llm", workers=2, chunk=8, pids=range(16), store_root=tmp_path / "ray",
-                         device="cpu", cache=False, show_progress=False, timeout_s=900)
-    assert (rep["done"], rep["chunks"]) == (16, 2) and rep["completion_tokens"] > 0
+    single = EvidenceStore(ds, llm=load_llm("smollm2-135m", "cpu", cache=False), root=tmp_path / "single", openie_batch=2, show_progress=False)
+    assert single.extract_triples(range(4))["done"] == 4
+    rep = extract_on_ray(ds, "triple", "smollm2-135m", "llm", workers=2, chunk=2, pids=range(4), store_root=tmp_path / "ray",
+                         device="cpu", cache=False, openie_batch=2, show_progress=False, timeout_s=1200)
+    assert (rep["done"], rep["chunks"]) == (4, 2) and rep["completion_tokens"] > 0
     a, b = by_pid(single.triple_view.path), by_pid(rep["path"])
     assert a == b and sum(len(r["triples"]) for r in a.values()) > 0
 
