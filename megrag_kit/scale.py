@@ -5,6 +5,7 @@
 # %% ../nbs/96_scale.ipynb #0a5b885b
 from __future__ import annotations
 import json, os, time
+from functools import cached_property
 from pathlib import Path
 from .core import Dataset, resolve_device, set_seed
 from .data import load_dataset
@@ -51,6 +52,22 @@ def shard(todo: list[int], chunk: int, batch: int = 1) -> list[list[int]]:
 
 # %% ../nbs/96_scale.ipynb #9f8f5a91
 _WORKER: dict = {}
+_MODELS: dict = {}
+
+class _SharedModels(Resources):
+    """A grid cell's own `Resources` (its own store object, its own `loaded()` for the manifest) whose LLM and embedder
+    come from the worker's `_MODELS`, so that a worker loads each model once for all its cells."""
+    @cached_property
+    def llm(self):
+        key = ("llm", self.llm_spec, self.device, self.batch_size, self.cache, json.dumps(self.llm_options, sort_keys=True))
+        if key not in _MODELS: _MODELS[key] = Resources.llm.func(self)
+        return _MODELS[key]
+
+    @cached_property
+    def embedder(self):
+        key = ("embedder", self.embedder_spec, self.device)
+        if key not in _MODELS: _MODELS[key] = Resources.embedder.func(self)
+        return _MODELS[key]
 
 def _resources(job: dict) -> Resources:
     "The worker process's `Resources` for a job (built on first use, then kept)."
@@ -206,7 +223,9 @@ def cell_state(cell: dict, qids: list[str], llm: str | None, embedder: str | Non
 def _run_cell(job: dict) -> dict:
     "One grid cell in a worker: the runner over the cell's folder; `{out, summary}` or `{out, error}` (the exception, one line)."
     try:
-        res = _resources(job)
+        res = _SharedModels(job["dataset"], job["llm"], job["embedder"], device=resolve_device(job["device"]), batch_size=job["batch_size"],
+                            cache=job["cache"], openie=job["openie"], chunking=job["chunking"], llm_options=job["llm_options"],
+                            openie_backend=job["openie_backend"])
         set_seed(job["seed"])
         m = build_method(job["method"], job["params"], res)
         manifest = dict(device=res.device, chunking=res.chunking, openie_backend=res.openie_backend, llm_options=res.llm_options)
