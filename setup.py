@@ -8,7 +8,8 @@ cfg = cfg['DEFAULT']
 
 requirements = cfg.get('requirements', '').split()
 dev_requirements = cfg.get('dev_requirements', '').split()
-extras = {'dev': dev_requirements, 'llamacpp': cfg.get('llamacpp_requirements', '').split(), 'parser': cfg.get('parser_requirements', '').split()}
+extras = {'dev': dev_requirements, 'llamacpp': cfg.get('llamacpp_requirements', '').split(), 'parser': cfg.get('parser_requirements', '').split(),
+          'ray': cfg.get('ray_requirements', '').split()}
 console_scripts = cfg.get('console_scripts', '').split()
 
 setuptools.setup(

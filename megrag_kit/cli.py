@@ -16,8 +16,9 @@ from .runner import RunMismatchError, check_run_folder, compare_runs, format_sum
 from .report import report as report_md
 
 # %% auto #0
-__all__ = ['app', 'FRIENDLY_ERRORS', 'distill_app', 'friendly', 'parse_options', 'parse_sets', 'run', 'methods', 'index',
-           'compare', 'report', 'datasets', 'main', 'reproduce', 'distill_collect', 'distill_train']
+__all__ = ['app', 'FRIENDLY_ERRORS', 'distill_app', 'scale_app', 'friendly', 'parse_options', 'parse_sets', 'run', 'methods',
+           'index', 'compare', 'report', 'datasets', 'main', 'reproduce', 'distill_collect', 'distill_train',
+           'scale_extract', 'scale_grid']
 
 # %% ../nbs/99_cli.ipynb #2f3ec467
 app = typer.Typer(add_completion=False, help="megrag_kit: multi-hop RAG methods (MEGRAG, EviReform, CARA) and baselines.",
@@ -256,3 +257,83 @@ def distill_train(data: list[Path] = typer.Option(..., help="collected JSON Line
     from .distill import TrainConfig, train
     man = train(data, out, student, TrainConfig(steps, batch, lr, rank, alpha, max_len, val_frac, save_every, seed, bf16))
     typer.echo(json.dumps({k: v for k, v in man.items() if k != "losses"}, indent=1)); typer.echo(f"student: --llm {student}+lora:{out}")
+
+# %% ../nbs/99_cli.ipynb #74cdbbf9
+scale_app = typer.Typer(help="Scale-out on Ray (pip install 'megrag_kit[ray]'): extraction over a corpus, a grid of runs.", no_args_is_help=True)
+app.add_typer(scale_app, name="scale")
+
+def _need_ray():
+    "Exit 1 with the install line when ray is missing (checked after the options, before any model loads)."
+    from megrag_kit.scale import require_ray
+    try: require_ray()
+    except ImportError as e: typer.echo(f"Error: {e}", err=True); raise typer.Exit(1)
+
+@scale_app.command("extract")
+@friendly
+def scale_extract(dataset: str = typer.Option("demo", help=f"{' | '.join(DATASETS)} | questions.json[:corpus.json]"),
+                  view: str = typer.Option("triple", help="triple | proposition (EviReform's view; needs an LLM)"),
+                  llm: str = typer.Option("smollm2-135m", help="smollm2-135m | hf:/path | SPEC@llamacpp (each worker loads it) | openai:URL#MODEL (every worker calls that server)"),
+                  openie_backend: str = typer.Option("llm", help="who fills the triple view: llm | parser (spaCy rules, no LLM)"),
+                  llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable; see run)"),
+                  device: str = typer.Option("auto", help="auto | cpu | cuda (each worker resolves it)"),
+                  workers: int = typer.Option(2, min=1, help="tasks in flight (the CPUs of a local Ray instance)"),
+                  chunk: int = typer.Option(64, min=1, help="passages per task (rounded up to whole batches)"),
+                  cache: bool = typer.Option(True, help="use the persistent LLM call cache"),
+                  address: str = typer.Option(None, help="a Ray cluster to join (auto | ray://HOST:10001 | HOST:6379); default: a local instance"),
+                  cpus_per_task: float = typer.Option(1.0, min=0.0), gpus_per_task: float = typer.Option(0.0, min=0.0),
+                  data_dir: Path = typer.Option(None)):
+    """Fill an extracted view of a dataset's evidence store with Ray tasks; the driver appends every record to the same
+    file a single-process `megrag-kit index` fills (resumable). Prints the counts as JSON."""
+    _one_of("--view", view, ("triple", "proposition"))
+    _one_of("--openie-backend", openie_backend, ("llm", "parser"))
+    llm, opts = _spec(llm, "llm"), _llm_options(llm, llm_option)
+    _need_ray()
+    from megrag_kit.scale import extract_on_ray
+    rep = extract_on_ray(load_dataset(dataset, data_dir), view, llm, openie_backend, workers, chunk, device=device, cache=cache,
+                         llm_options=opts, address=address, cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task)
+    typer.echo(json.dumps(rep, indent=1))
+
+@scale_app.command("grid")
+@friendly
+def scale_grid(method: list[str] = typer.Option(..., help="a registered method (repeatable)"),
+               set_: list[str] = typer.Option(None, "--set", help="a parameter of one method, METHOD.name=value (repeatable)"),
+               dataset: list[str] = typer.Option(["demo"], help="a dataset (repeatable)"),
+               seed: list[int] = typer.Option([0], help="a seed (repeatable)"),
+               limit: int = typer.Option(None, min=1, help="first N questions (default: all)"),
+               out_root: Path = typer.Option(Path("runs/grid"), help="run folders go to OUT_ROOT/<run name>-<dataset>-seed<seed>"),
+               llm: str = typer.Option("smollm2-135m", help="smollm2-135m | hf:/path | openai:URL#MODEL"),
+               llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable; see run)"),
+               embedder: str = typer.Option("minilm", help="minilm | st:/path | openai:URL#MODEL"),
+               device: str = typer.Option("auto", help="auto | cpu | cuda (each worker resolves it)"),
+               batch_size: int = typer.Option(8, min=1), openie: str = typer.Option("lazy", help="lazy | eager"),
+               chunking: str = typer.Option("truncate", help="truncate | window"),
+               openie_backend: str = typer.Option("llm", help="llm | parser"),
+               cache: bool = typer.Option(True, help="use the persistent LLM call cache"),
+               workers: int = typer.Option(2, min=1, help="cells in flight (the CPUs of a local Ray instance)"),
+               address: str = typer.Option(None, help="a Ray cluster to join (auto | ray://HOST:10001 | HOST:6379); default: a local instance"),
+               cpus_per_task: float = typer.Option(1.0, min=0.0), gpus_per_task: float = typer.Option(0.0, min=0.0),
+               data_dir: Path = typer.Option(None)):
+    """Run a grid of methods x datasets x seeds as Ray tasks, each cell the run folder `megrag-kit run` writes;
+    complete cells are skipped, unfinished ones resume. Exit status 1 when a cell failed (the others still ran)."""
+    discover()
+    for m in method:
+        try: get_method(m)
+        except KeyError as e: raise typer.BadParameter(str(e).strip('"'))
+    params = {m: {} for m in method}
+    for k, v in parse_sets(set_).items():
+        m, dot, name = k.partition(".")
+        if not dot or m not in params: raise typer.BadParameter(f"--set takes METHOD.name=value for a METHOD given with --method, got {k}={v}")
+        params[m][name] = v
+    _one_of("--openie", openie, ("lazy", "eager"))
+    _one_of("--chunking", chunking, ("truncate", "window"))
+    _one_of("--openie-backend", openie_backend, ("llm", "parser"))
+    llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
+    _need_ray()
+    from megrag_kit.scale import run_grid_on_ray
+    cells = run_grid_on_ray([(m, params[m]) for m in method], dataset, seed, out_root, limit, llm, embedder, workers, device, batch_size,
+                            cache, openie, chunking, openie_backend, opts, address, cpus_per_task, gpus_per_task, data_dir=data_dir)
+    for c in cells:
+        s = c.get("summary") or {}
+        typer.echo(f"{c['state']:8s} {c['out']}" + (f"  n={s['n']} f1={s.get('f1')} em={s.get('em')}" if s else "") + (f"  {c['error']}" if c.get("error") else ""))
+    if any(c["state"] == "error" for c in cells): raise typer.Exit(1)
+

@@ -26,12 +26,13 @@ def test_method_modules_import_only_the_foundation():
     modules = {cls.__module__.split(".")[-1] for cls in discover().values() if cls.__module__.startswith("megrag_kit.")}
     assert {"baselines", "megrag"} <= modules
     for m in modules:
-        assert kit_imports(m) <= FOUNDATION, (m, kit_imports(m) - FOUNDATION)
+        assert kit_imports(m) <= FOUNDATION, (m, kit_imports(m) - FOUNDATION)     # so never the scale-out (scale) either
 
 
 def test_the_foundation_never_imports_upward():
-    upper = {"runner", "report", "cli"}
+    upper = {"runner", "report", "cli", "scale"}      # scale: the Ray scale-out stands on the runner
     for m in FOUNDATION:
         assert not kit_imports(m) & upper, (m, kit_imports(m) & upper)
     assert "cli" not in kit_imports("runner") | kit_imports("report")
     assert kit_imports("core") == set()
+    assert "cli" not in kit_imports("scale")

