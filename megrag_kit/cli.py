@@ -259,7 +259,7 @@ def distill_train(data: list[Path] = typer.Option(..., help="collected JSON Line
     typer.echo(json.dumps({k: v for k, v in man.items() if k != "losses"}, indent=1)); typer.echo(f"student: --llm {student}+lora:{out}")
 
 # %% ../nbs/99_cli.ipynb #74cdbbf9
-scale_app = typer.Typer(help="Scale-out on Ray (pip install 'megrag_kit[ray]'): extraction over a corpus, a grid of runs.", no_args_is_help=True)
+scale_app = typer.Typer(help="Scale-out on Ray (pip install 'megrag_kit\\[ray]'): extraction over a corpus, a grid of runs.", no_args_is_help=True)
 app.add_typer(scale_app, name="scale")
 
 def _need_ray():
