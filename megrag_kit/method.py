@@ -27,6 +27,13 @@ def param(default, help: str, symbol: str = "", min=None, max=None) -> Any:
     `megrag-kit methods`, and for a number the inclusive bounds `min`/`max` it must lie in (checked on every config built)."""
     return field(default=default, metadata={"help": help, "symbol": symbol, "min": min, "max": max})
 
+def _type_hints(cls) -> dict:
+    """`typing.get_type_hints(cls)`. A class defined in a notebook cell after `from __future__ import annotations` keeps
+    its annotations as strings, and its `__module__` (the kernel's `__main__`) is not the namespace they were written
+    in; those strings are then resolved with `typing`'s names (`Literal`, `Optional`, ...) as well."""
+    try: return typing.get_type_hints(cls)
+    except NameError: return typing.get_type_hints(cls, localns=vars(typing))
+
 _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
 
 def _coerce(name: str, value, tp, owner: str):
@@ -76,7 +83,7 @@ class Config:
     @classmethod
     def fields_info(cls) -> list[dict]:
         "One dict per parameter: `name`, `type` (as written), `default`, `help`, `symbol`."
-        hints = typing.get_type_hints(cls)
+        hints = _type_hints(cls)
         return [dict(name=f.name, type=_type_name(hints[f.name]) + _bounds(f), default=f.default, help=f.metadata.get("help", ""),
                      symbol=f.metadata.get("symbol", "")) for f in fields(cls)]
 
@@ -86,7 +93,7 @@ class Config:
 
         `ConfigError` for an unknown name (the message lists the valid names) or a value of the wrong type."""
         owner = owner or cls.__qualname__
-        d, hints, names = dict(d or {}), typing.get_type_hints(cls), [f.name for f in fields(cls)]
+        d, hints, names = dict(d or {}), _type_hints(cls), [f.name for f in fields(cls)]
         unknown = sorted(set(d) - set(names))
         if unknown: raise ConfigError(f"{owner}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; valid: {', '.join(names)}")
         return cls(**{k: _coerce(k, v, hints[k], owner) for k, v in d.items()})
