@@ -27,5 +27,6 @@ one no_propagation no_propagation
 one no_reformulation no_reformulation
 one no_reformulation_no_propagation no_reformulation_no_propagation
 for extra in ${EXTRA:-}; do one "$extra" "$extra"; done           # EXTRA="residual_only repeat_question"
-python benchmarks/evireform_table.py "${runs[@]}" --common --save "benchmarks/results/$tag-evireform.scores.json" > "benchmarks/results/$tag-evireform-table.md"
+{ echo "EviReform on the first $n 2WikiMultiHopQA questions, parser propositions (\`EXTRA=\"${EXTRA:-}\" bash benchmarks/evireform_2wiki200.sh $n\`)"; echo
+  python benchmarks/evireform_table.py "${runs[@]}" --common --save "benchmarks/results/$tag-evireform.scores.json"; } > "benchmarks/results/$tag-evireform-table.md"
 cat "benchmarks/results/$tag-evireform-table.md"
