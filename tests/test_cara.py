@@ -4,7 +4,7 @@ loop and the method seam with a scripted model (control flow only), and one shor
 import json, pickle
 import numpy as np
 import pytest
-from megrag_kit.cara import (CARAAgents, CARAConfig, action_schema, causal_schema, causal_score, completeness, count_fusion, fuse,
+from megrag_kit.cara import (CARAAgents, CARAConfig, action_schema, causal_prompt, causal_schema, causal_score, completeness, count_fusion, fuse,
                              parse_action, parse_action_json, parse_causal, parse_causal_json, reference_answer, build_references)
 from megrag_kit.data import load_dataset
 from megrag_kit.index import EvidenceStore
@@ -230,15 +230,20 @@ def test_reference_answers(tmp_path):
     assert completeness("pocket weights 10lb", ["Pocket Weights 10Lb", "Other"]) == 0.5
 
 
+def _real_cara(smollm, tmp_path, n, **opts):
+    "CARA with SmolLM2-135M on the corpus graph of the first `n` real 2Wiki questions (1 agent, small budgets); `(dataset, answers)`."
+    ds = load_dataset("2wikimultihopqa", SHARED)
+    ds = Dataset(ds.name, ds.questions[:n], ds.corpus)
+    res = Resources(ds, llm=smollm, embedder=None, store_root=tmp_path)
+    m = build_method("cara", dict(agents=1, show=3, neighbors_k=3, snippet_chars=80, read=False, triples=False, **opts), res)
+    return ds, m.answer(ds.questions)
+
+
 @pytest.mark.slow
 @needs_shared
 def test_real_agents_on_two_2wiki_questions(smollm, tmp_path):
     "SmolLM2-135M as agent and causal module on the real 2Wiki corpus graph, 2 questions, 1 agent, 2 steps."
-    ds = load_dataset("2wikimultihopqa", SHARED)
-    ds = Dataset(ds.name, ds.questions[:2], ds.corpus)
-    res = Resources(ds, llm=smollm, embedder=None, store_root=tmp_path)
-    m = build_method("cara", dict(agents=1, t_max=2, show=3, neighbors_k=3, snippet_chars=80, read=False, triples=False), res)
-    answers = m.answer(ds.questions)
+    ds, answers = _real_cara(smollm, tmp_path, 2, t_max=2)
     for q, a in zip(ds.questions, answers):
         steps = a.trace["agents"][0]
         assert 1 <= len(steps) <= 2 and a.fields["agent_calls"] == len(steps)
@@ -250,16 +255,12 @@ def test_real_agents_on_two_2wiki_questions(smollm, tmp_path):
 @pytest.mark.slow
 @needs_shared
 def test_real_schema_decoding_on_a_2wiki_question(smollm, tmp_path):
-    "SmolLM2-135M under decoding=schema: every agent reply is an action and every causal reply scores every candidate."
-    ds = load_dataset("2wikimultihopqa", SHARED)
-    ds = Dataset(ds.name, ds.questions[:1], ds.corpus)
-    res = Resources(ds, llm=smollm, embedder=None, store_root=tmp_path)
-    m = build_method("cara", dict(agents=1, t_max=3, show=3, neighbors_k=3, snippet_chars=80, read=False, triples=False,
-                                  decoding="schema", agent_temperature=0.0), res)
-    a = m.answer(ds.questions)[0]
+    "SmolLM2-135M under decoding=schema: every agent reply is an action; a causal reply scores every candidate with a level."
+    ds, (a,) = _real_cara(smollm, tmp_path, 1, t_max=3, decoding="schema", agent_temperature=0.0)
     steps = a.trace["agents"][0]
-    assert a.fields["agent_unparsed"] == sum(1 for s in steps if s["action"].get("fallback"))
-    for s in steps:
-        if s.get("causal") is not None:
-            assert s["causal_counts"]["parsed"] == len(s["results"]) and s["causal_counts"]["missing"] == 0
-            assert all(x in (0, 0.25, 0.5, 0.75, 1) for row in s["causal"] for x in row[1:4])
+    assert 1 <= len(steps) <= 3 and a.fields["agent_unparsed"] == sum(1 for s in steps if s["action"].get("fallback")) == 0
+    # the causal module under its schema, on three real candidate passages (the agents above rarely call Neighbors)
+    q, cands = ds.questions[0].question, [f"(passage) {ds.corpus[p].content[:80]}" for p in a.retrieved[:3]]
+    g = smollm.generate([causal_prompt(q, [], cands[0], cands, schema=True)], json_schema=[causal_schema(3)], max_new_tokens=24 * 3 + 12)[0]
+    scores, cnt = parse_causal_json(g.text, 3)
+    assert cnt["parsed"] == 3 and cnt["missing"] == 0 and all(x in (0, 0.25, 0.5, 0.75, 1) for row in scores for x in row)
