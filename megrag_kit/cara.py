@@ -298,18 +298,18 @@ class CARAAgents:
     def _assess(self, sts):
         "One causal-module call per Neighbors result (greedy); Eq. 3 and 4 scores attached to the observation, sorted by them when `causal_order`."
         cfg, kg = self.cfg, self.kg
-        prompts = []
+        schema, prompts = cfg.decoding == "schema", []
         for st in sts:
             v = st["current"]
             paths = [self._path_text(st, u) for u in st["R"] if u in st["parent"]][-3:] + [self._path_text(st, v)]
             cands = [f"{_short(kg, o['v'], cfg.snippet_chars)} (relation: {', '.join(o['rel'])})" for o in st["obs"]]
-            prompts.append(causal_prompt(st["q"], paths, _short(kg, v, cfg.snippet_chars), cands, schema=cfg.decoding == "schema"))
-        if cfg.decoding == "schema":
+            prompts.append(causal_prompt(st["q"], paths, _short(kg, v, cfg.snippet_chars), cands, schema=schema))
+        if schema:
             gens = self.llm.generate(prompts, json_schema=[causal_schema(len(st["obs"])) for st in sts],
                                      max_new_tokens=24 * max(len(st["obs"]) for st in sts) + 12)
         else: gens = self.llm.generate(prompts, max_new_tokens=cfg.causal_tokens_per_candidate * max(len(st["obs"]) for st in sts) + 8)
         for st, g in zip(sts, gens):
-            scores, cnt = (parse_causal_json if cfg.decoding == "schema" else parse_causal)(g.text, len(st["obs"]), cfg.missing_score)
+            scores, cnt = (parse_causal_json if schema else parse_causal)(g.text, len(st["obs"]), cfg.missing_score)
             if cnt["missing"] == len(st["obs"]): g.unparsed = True
             st["gens"].append(g); st["counts"]["causal_calls"] += 1
             st["causal_counts"] = Counter(st.get("causal_counts", {})) + Counter(cnt)
