@@ -297,13 +297,14 @@ def file_sha256(path) -> str:
     return h.hexdigest()
 
 def model_identity(name: str, folder, **extra) -> str:
-    """`name@<12 hex>`: the hash of the resolved `folder`, the sha256 of each model file in it (`MODEL_FILES`
-    patterns, sub-folders such as a LoRA adapter's included) and `extra` (chat template, dtype, ...).
+    """`name@<12 hex>`: the hash of the sha256 of each model file in `folder` (`MODEL_FILES` patterns, by path relative
+    to `folder`, sub-folders such as a LoRA adapter's included) and `extra` (chat template, dtype, ...). The folder's
+    own path is not hashed: the same bytes at another path are the same model.
     `FileNotFoundError` if `folder` does not exist."""
     folder = Path(folder).resolve()
     if not folder.is_dir(): raise FileNotFoundError(f"model folder {folder} does not exist")
     files = sorted({f for pat in MODEL_FILES for f in folder.rglob(pat) if f.is_file()})
-    digest = stable_hash({"folder": str(folder), "files": {str(f.relative_to(folder)): file_sha256(f) for f in files}, **extra})
+    digest = stable_hash({"files": {str(f.relative_to(folder)): file_sha256(f) for f in files}, **extra})
     return f"{name}@{digest[:12]}"
 
 # %% ../nbs/02_models.ipynb #c1a1e27b

@@ -166,8 +166,8 @@ class Experiment:
         ds = dataset or self.params["dataset"]; lim = limit or self.params["limit"]
         res = self.resources(ds, llm)
         m = build_method(method, options or {}, res)
-        # the loaded models' identities (their files) join the key: a run folder made with other weights, or the same
-        # weights at another path (a clone with its own cache), is never resumed with these (RunMismatchError)
+        # the loaded models' identities (their files' content, not their paths) join the key: a run folder made with
+        # other weights is never resumed with these (RunMismatchError); a fresh clone finds the committed ones
         ids = [getattr(res, k).model_id for k, spec in (("llm", res.llm_spec), ("embedder", res.embedder_spec)) if spec is not None]
         key = stable_hash([method, m.config.to_dict(), res.llm_spec, res.embedder_spec, self.params["seed"], ids])[:8]
         folder = self.out / "runs" / f"{ds}-{m.run_name()}-{key}"
