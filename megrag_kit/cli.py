@@ -10,15 +10,15 @@ import typer
 from .core import DataError, set_seed, set_threads, resolve_device
 from .data import DATASETS, load_dataset
 from .models import ModelCallError, check_llm_options, check_model_spec
-from .retrievers import IndexMismatchError
+from .retrievers import INDEX_TYPES, IndexMismatchError
 from .method import ConfigError, Resources, discover, get_method
 from .runner import RunMismatchError, check_run_folder, compare_runs, format_summary, run as run_questions
 from .report import report as report_md
 
 # %% auto #0
-__all__ = ['app', 'FRIENDLY_ERRORS', 'distill_app', 'scale_app', 'friendly', 'parse_options', 'parse_sets', 'run', 'methods',
-           'index', 'compare', 'report', 'datasets', 'main', 'reproduce', 'distill_collect', 'distill_train',
-           'scale_extract', 'scale_grid']
+__all__ = ['app', 'FRIENDLY_ERRORS', 'STORE_OPTIONS', 'distill_app', 'scale_app', 'friendly', 'parse_options', 'parse_sets',
+           'run', 'methods', 'index', 'compare', 'report', 'datasets', 'main', 'reproduce', 'distill_collect',
+           'distill_train', 'scale_extract', 'scale_grid']
 
 # %% ../nbs/99_cli.ipynb #2f3ec467
 app = typer.Typer(add_completion=False, help="megrag_kit: multi-hop RAG methods (MEGRAG, EviReform, CARA) and baselines.",
@@ -73,6 +73,13 @@ def _one_of(flag: str, value: str, options: tuple) -> None:
     "A bad option value is refused (exit 2) before any model loads: `FLAG must be a or b, not 'value'`."
     if value not in options: raise typer.BadParameter(f"{flag} must be {' or '.join(options)}, not {value!r}")
 
+STORE_OPTIONS = {"openie": ("lazy", "eager"), "chunking": ("truncate", "window"), "openie_backend": ("llm", "parser"),
+                 "index_type": INDEX_TYPES}
+
+def _store_options(**given) -> None:
+    "The evidence-store options `run`, `index` and `scale grid` share, each checked against `STORE_OPTIONS` with `_one_of`."
+    for name, value in given.items(): _one_of("--" + name.replace("_", "-"), value, STORE_OPTIONS[name])
+
 @app.command()
 @friendly
 def run(method: str = typer.Argument(..., help="a registered method (megrag-kit methods lists them)"),
@@ -88,6 +95,7 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
         openie: str = typer.Option("lazy", help="triple view: lazy | eager"),
         chunking: str = typer.Option("truncate", help="passages longer than the embedder's limit: truncate | window (max over windows)"),
         openie_backend: str = typer.Option("llm", help="who fills the triple view: llm (the LLM's few-shot OpenIE) | parser (spaCy dependency rules, pip extra: parser)"),
+        index_type: str = typer.Option("flat", help="faiss passage index: flat (exact) | hnsw | ivf (approximate, for large corpora)"),
         seed: int = typer.Option(0, min=0),
         cache: bool = typer.Option(True, help="use the persistent LLM call cache"),
         data_dir: Path = typer.Option(None, help="benchmark data folder (default: $MEGRAG_KIT_DATA or ../shared/data beside the checkout)"),
@@ -98,9 +106,7 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     holding another run; 3 finished, but some questions failed (their model calls failed for good): the same
     command retries only those."""
     discover(plugin or [])                                  # every check below runs before any model loads
-    _one_of("--openie", openie, ("lazy", "eager"))
-    _one_of("--chunking", chunking, ("truncate", "window"))
-    _one_of("--openie-backend", openie_backend, ("llm", "parser"))
+    _store_options(openie=openie, chunking=chunking, openie_backend=openie_backend, index_type=index_type)
     try: cls = get_method(method); config = cls.Config.from_dict(parse_sets(set_), owner=method)
     except (KeyError, ConfigError) as e: raise typer.BadParameter(str(e).strip('"'))
     llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
@@ -108,10 +114,11 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     set_seed(seed); device = resolve_device(device)
     ds = load_dataset(dataset, data_dir)
     res = Resources(ds, llm, embedder, device=device, batch_size=batch_size, cache=cache, openie=openie, chunking=chunking, llm_options=opts,
-                    openie_backend=openie_backend)
+                    openie_backend=openie_backend, index_type=index_type)
     m = cls(config, res)
     out = check_run_folder(out or Path("runs") / f"{m.run_name()}-{ds.name}")
-    s = run_questions(m, ds, out, limit, batch_size, seed=seed, manifest=dict(device=device, chunking=chunking, openie_backend=openie_backend, llm_options=opts))
+    s = run_questions(m, ds, out, limit, batch_size, seed=seed, manifest=dict(device=device, chunking=chunking, openie_backend=openie_backend,
+                                                                          index_type=index_type, llm_options=opts))
     typer.echo(format_summary(s)); typer.echo(f"wrote {out}/predictions.jsonl and {out}/summary.json")
     if s.get("failed"): raise typer.Exit(3)                 # 3: finished, but some questions failed (the same command retries them)
 
@@ -140,6 +147,7 @@ def index(dataset: str = typer.Option("demo"), views: str = typer.Option("passag
           llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable; see run)"),
           chunking: str = typer.Option("truncate", help="truncate | window"),
           openie_backend: str = typer.Option("llm", help="who fills the triple view: llm (the LLM's few-shot OpenIE) | parser (spaCy dependency rules, pip extra: parser)"),
+          index_type: str = typer.Option("flat", help="faiss passage index: flat | hnsw | ivf"),
           data_dir: Path = typer.Option(None),
           limit: int = typer.Option(None, min=1, help="triple view only for the passages the first N questions retrieve (their top --k)"),
           k: int = typer.Option(10, min=1, help="passages per question with --limit (MEGRAG's N_P)")):
@@ -151,12 +159,11 @@ def index(dataset: str = typer.Option("demo"), views: str = typer.Option("passag
     vs = [v.strip() for v in views.split(",") if v.strip()]
     bad = [v for v in vs if v not in ("passage", "sentence", "triple")]
     if bad or not vs: raise typer.BadParameter(f"--views takes a comma list of passage, sentence, triple; got {views!r}")
-    _one_of("--chunking", chunking, ("truncate", "window"))
-    _one_of("--openie-backend", openie_backend, ("llm", "parser"))
+    _store_options(chunking=chunking, openie_backend=openie_backend, index_type=index_type)
     llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
     ds = load_dataset(dataset, data_dir)
     res = Resources(ds, llm, embedder, device=resolve_device(device), openie="lazy",   # build() extracts every passage (or those of --limit) and counts them
-                    chunking=chunking, llm_options=opts, openie_backend=openie_backend)
+                    chunking=chunking, llm_options=opts, openie_backend=openie_backend, index_type=index_type)
     store, pids = res.store, None
     if limit is not None:
         pids = list(dict.fromkeys(p for h in store.search([q.question for q in ds.questions[:limit]], k) for p, _ in h))
@@ -237,7 +244,7 @@ def distill_collect(teacher: str = typer.Option(..., help="gold (offline, from g
                     data_dir: Path = typer.Option(None)):
     "Teacher trajectories on training questions -> one example per step (x, q_i, H_i, C_i) -> o_i; prints the kept/dropped counts."
     from .distill import collect
-    _one_of("--openie-backend", openie_backend, ("llm", "parser"))
+    _store_options(openie_backend=openie_backend)
     llm = teacher if teacher == "gold" else _spec(teacher, "llm")
     out = out or Path("runs") / "distill" / f"{teacher.split(':')[0]}-{dataset.replace('/', '_')}.jsonl"
     counts = collect(llm, dataset, out, limit, min_f1, parse_sets(set_), _spec(openie_llm, "llm"), _spec(embedder, "embedder"),
@@ -285,7 +292,7 @@ def scale_extract(dataset: str = typer.Option("demo", help=f"{' | '.join(DATASET
     """Fill an extracted view of a dataset's evidence store with Ray tasks; the driver appends every record to the same
     file a single-process `megrag-kit index` fills (resumable). Prints the counts as JSON."""
     _one_of("--view", view, ("triple", "proposition"))
-    _one_of("--openie-backend", openie_backend, ("llm", "parser"))
+    _store_options(openie_backend=openie_backend)
     llm, opts = _spec(llm, "llm"), _llm_options(llm, llm_option)
     _need_ray()
     from megrag_kit.scale import extract_on_ray
@@ -308,6 +315,7 @@ def scale_grid(method: list[str] = typer.Option(..., help="a registered method (
                batch_size: int = typer.Option(8, min=1), openie: str = typer.Option("lazy", help="lazy | eager"),
                chunking: str = typer.Option("truncate", help="truncate | window"),
                openie_backend: str = typer.Option("llm", help="llm | parser"),
+               index_type: str = typer.Option("flat", help="flat | hnsw | ivf"),
                cache: bool = typer.Option(True, help="use the persistent LLM call cache"),
                workers: int = typer.Option(2, min=1, help="cells in flight (the CPUs of a local Ray instance)"),
                address: str = typer.Option(None, help="a Ray cluster to join (auto | ray://HOST:10001 | HOST:6379); default: a local instance"),
@@ -324,14 +332,13 @@ def scale_grid(method: list[str] = typer.Option(..., help="a registered method (
         m, dot, name = k.partition(".")
         if not dot or m not in params: raise typer.BadParameter(f"--set takes METHOD.name=value for a METHOD given with --method, got {k}={v}")
         params[m][name] = v
-    _one_of("--openie", openie, ("lazy", "eager"))
-    _one_of("--chunking", chunking, ("truncate", "window"))
-    _one_of("--openie-backend", openie_backend, ("llm", "parser"))
+    _store_options(openie=openie, chunking=chunking, openie_backend=openie_backend, index_type=index_type)
     llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
     _need_ray()
     from megrag_kit.scale import run_grid_on_ray
     cells = run_grid_on_ray([(m, params[m]) for m in method], dataset, seed, out_root, limit, llm, embedder, workers, device, batch_size,
-                            cache, openie, chunking, openie_backend, opts, address, cpus_per_task, gpus_per_task, data_dir=data_dir)
+                            cache, openie, chunking, openie_backend, opts, address, cpus_per_task, gpus_per_task, data_dir=data_dir,
+                            index_type=index_type)
     for c in cells:
         s = c.get("summary") or {}
         typer.echo(f"{c['state']:8s} {c['out']}" + (f"  n={s['n']} f1={s.get('f1')} em={s.get('em')}" if s else "") + (f"  {c['error']}" if c.get("error") else ""))

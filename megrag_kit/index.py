@@ -11,7 +11,7 @@ from tqdm.auto import tqdm
 from .core import UNIT_KINDS, Dataset, cache_dir, content_words, parse_unit_id, unit_id
 from .jsonl import JsonlAppender, _glued
 from .models import ChatModel, Cost, Embedder, StructuredOutputError, cost_phase, parse_json
-from .retrievers import BM25Index, DenseIndex, IndexMismatchError, _check_k, slug
+from .retrievers import INDEX_TYPES, BM25Index, DenseIndex, IndexMismatchError, _check_k, slug
 
 # %% auto #0
 __all__ = ['TRIPLE_SCHEMA', 'OPENIE_EXAMPLES', 'OPENIE_STOP', 'split_sentences', 'SentenceView', 'ExtractedView', 'openie_prompt',
@@ -258,17 +258,19 @@ class EvidenceStore:
     dense index treats passages longer than the embedder's input limit, `truncate` (one vector each, cut at the
     limit) or `window` (overlapping windows, a passage scoring its best window; see `DenseIndex`);
     `openie_backend`: who fills the triple view, `llm` (the default: `llm` with the few-shot prompt) or `parser`
-    (`ParserOpenIE`, spaCy's dependency parse; no LLM needed). `ValueError` for an unknown `openie` mode, `chunking`
-    or `openie_backend`, or a dataset without passages."""
+    (`ParserOpenIE`, spaCy's dependency parse; no LLM needed); `index_type`: the faiss index of the passage vectors,
+    `flat` (exact), `hnsw` or `ivf` (approximate, for large corpora; see `DenseIndex`). `ValueError` for an unknown
+    `openie` mode, `chunking`, `openie_backend` or `index_type`, or a dataset without passages."""
     def __init__(self, dataset: Dataset, embedder: Embedder | None = None, llm: ChatModel | None = None, root=None,
                  openie: str = "lazy", openie_batch: int = 8, openie_schema: bool = False, show_progress: bool = True,
-                 chunking: str = "truncate", openie_backend: str = "llm"):
+                 chunking: str = "truncate", openie_backend: str = "llm", index_type: str = "flat"):
         if openie not in ("lazy", "eager"): raise ValueError(f"openie must be lazy|eager, got {openie!r}")
         if openie_backend not in ("llm", "parser"): raise ValueError(f"openie_backend must be llm|parser, got {openie_backend!r}")
         self.openie_backend = openie_backend
         if chunking not in ("truncate", "window"): raise ValueError(f"chunking must be truncate|window, got {chunking!r}")
         if not dataset.corpus: raise ValueError(f"dataset {dataset.name!r} has no passages: its corpus is empty")
-        self.chunking = chunking
+        if index_type not in INDEX_TYPES: raise ValueError(f"index_type must be {'|'.join(INDEX_TYPES)}, got {index_type!r}")
+        self.chunking, self.index_type = chunking, index_type
         self.ds, self.embedder, self.llm, self.openie, self.openie_batch, self.openie_schema = dataset, embedder, llm, openie, openie_batch, openie_schema
         self.root = Path(root) if root else cache_dir("stores", f"{slug(dataset.name)}-{dataset.fingerprint()}")
         self.root.mkdir(parents=True, exist_ok=True)
@@ -294,10 +296,11 @@ class EvidenceStore:
     # ---- passage view: dense and sparse retrievers
     @property
     def dense(self) -> DenseIndex:
-        "The `DenseIndex` over passage contents under `root/vectors`, with this store's `chunking` (`ValueError` without an embedder)."
+        "The `DenseIndex` over passage contents under `root/vectors`, with this store's `chunking` and `index_type` (`ValueError` without an embedder)."
         if self._dense is None:
             if self.embedder is None: raise ValueError("an embedder is needed for passage vectors")
-            self._dense = DenseIndex(self.contents, self.embedder, self.root / "vectors", "passages", self.show_progress, chunking=self.chunking)
+            self._dense = DenseIndex(self.contents, self.embedder, self.root / "vectors", "passages", self.show_progress, chunking=self.chunking,
+                                     index_type=self.index_type)
         return self._dense
 
     @property

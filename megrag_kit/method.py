@@ -12,6 +12,7 @@ from typing import Any, ClassVar, Literal
 from .core import Dataset, Question
 from .models import ChatModel, Cost, Embedder, check_llm_options, cost_phase, load_llm, load_embedder
 from .index import EvidenceStore
+from .retrievers import INDEX_TYPES
 from .reader import Reader
 
 # %% auto #0
@@ -139,16 +140,18 @@ class Resources:
     (the LLM's few-shot OpenIE) or `parser` (spaCy dependency rules, `ParserOpenIE`); `store_root`: the store folder
     (default: the cache); `chunking`: the store's dense passage vectors, `truncate` (one per passage, cut at the
     embedder's input limit) or `window` (overlapping windows, a passage scoring its best one; see `DenseIndex`),
-    `ValueError` for another value; `llm_options`: keywords for the LLM backend (`LLM_OPTIONS`: `think_tokens`,
+    `ValueError` for another value; `index_type`: the store's faiss passage index, `flat` (exact), `hnsw` or `ivf`
+    (approximate; `ValueError` for another value); `llm_options`: keywords for the LLM backend (`LLM_OPTIONS`: `think_tokens`,
     `extra_body`, `timeout`, `max_retries`, `api_key`, `server_stop`), checked here (`ValueError`) before anything
     loads. `loaded()` tells which models were actually built (for the run manifest)."""
     def __init__(self, dataset: Dataset, llm: str | ChatModel | None = "smollm2-135m", embedder: str | Embedder | None = "minilm",
                  device: str = "auto", batch_size: int = 8, cache: bool = True, openie: str = "lazy", store_root=None,
-                 chunking: str = "truncate", llm_options: dict | None = None, openie_backend: str = "llm"):
+                 chunking: str = "truncate", llm_options: dict | None = None, openie_backend: str = "llm", index_type: str = "flat"):
         if chunking not in ("truncate", "window"): raise ValueError(f"chunking must be truncate|window, got {chunking!r}")
+        if index_type not in INDEX_TYPES: raise ValueError(f"index_type must be {'|'.join(INDEX_TYPES)}, got {index_type!r}")
         self.dataset, self.device, self.batch_size, self.cache, self.openie, self.store_root = dataset, device, batch_size, cache, openie, store_root
         if openie_backend not in ("llm", "parser"): raise ValueError(f"openie_backend must be llm|parser, got {openie_backend!r}")
-        self.chunking, self.openie_backend = chunking, openie_backend
+        self.chunking, self.openie_backend, self.index_type = chunking, openie_backend, index_type
         spec = lambda x: x if isinstance(x, str) or x is None else getattr(x, "model_id", type(x).__name__)
         self.llm_spec, self.embedder_spec = spec(llm), spec(embedder)
         self.llm_options = check_llm_options(self.llm_spec, llm_options) if isinstance(self.llm_spec, str) else dict(llm_options or {})
@@ -169,7 +172,7 @@ class Resources:
     @cached_property
     def store(self) -> EvidenceStore:
         return EvidenceStore(self.dataset, _Deferred(lambda: self.embedder), _Deferred(lambda: self.llm), root=self.store_root, openie=self.openie,
-                             chunking=self.chunking, openie_backend=self.openie_backend)
+                             chunking=self.chunking, openie_backend=self.openie_backend, index_type=self.index_type)
 
     def loaded(self) -> dict:
         "`{'llm': model_id, 'embedder': model_id}` for the models built so far (absent: never loaded)."

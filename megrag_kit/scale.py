@@ -71,13 +71,15 @@ class _SharedModels(Resources):
 
 def _resources(job: dict) -> Resources:
     "The worker process's `Resources` for a job (built on first use, then kept)."
-    keys = ("llm", "embedder", "device", "batch_size", "cache", "openie", "chunking", "openie_backend", "llm_options", "store_root", "openie_batch")
+    keys = ("llm", "embedder", "device", "batch_size", "cache", "openie", "chunking", "openie_backend", "index_type", "llm_options", "store_root",
+            "openie_batch")
     key = json.dumps([job["dataset"].fingerprint(), job["dataset"].name, *[job.get(k) for k in keys]], sort_keys=True, default=str)
     if key not in _WORKER:
         _WORKER[key] = Resources(job["dataset"], job.get("llm"), job.get("embedder"), device=resolve_device(job.get("device", "cpu")),
                                  batch_size=job.get("batch_size", 8), cache=job.get("cache", True), openie=job.get("openie", "lazy"),
                                  store_root=job.get("store_root"), chunking=job.get("chunking", "truncate"),
-                                 llm_options=job.get("llm_options"), openie_backend=job.get("openie_backend", "llm"))
+                                 llm_options=job.get("llm_options"), openie_backend=job.get("openie_backend", "llm"),
+                                 index_type=job.get("index_type", "flat"))
         _WORKER[key].store.show_progress = False
     return _WORKER[key]
 
@@ -225,10 +227,11 @@ def _run_cell(job: dict) -> dict:
     try:
         res = _SharedModels(job["dataset"], job["llm"], job["embedder"], device=resolve_device(job["device"]), batch_size=job["batch_size"],
                             cache=job["cache"], openie=job["openie"], chunking=job["chunking"], llm_options=job["llm_options"],
-                            openie_backend=job["openie_backend"])
+                            openie_backend=job["openie_backend"], index_type=job.get("index_type", "flat"))
         set_seed(job["seed"])
         m = build_method(job["method"], job["params"], res)
-        manifest = dict(device=res.device, chunking=res.chunking, openie_backend=res.openie_backend, llm_options=res.llm_options)
+        manifest = dict(device=res.device, chunking=res.chunking, openie_backend=res.openie_backend, index_type=res.index_type,
+                        llm_options=res.llm_options)
         s = run_questions(m, res.dataset, job["out"], job["limit"], job["batch_size"], seed=job["seed"], show_progress=False, manifest=manifest)
         return dict(out=str(job["out"]), summary=s)
     except Exception as e: return dict(out=str(job["out"]), error=f"{type(e).__name__}: {e}")
@@ -239,12 +242,12 @@ def run_grid_on_ray(methods, datasets, seeds=(0,), out_root="runs/grid", limit: 
                     embedder: str | None = "minilm", workers: int = 2, device: str = "cpu", batch_size: int = 8, cache: bool = True,
                     openie: str = "lazy", chunking: str = "truncate", openie_backend: str = "llm", llm_options: dict | None = None,
                     address: str | None = None, cpus_per_task: float = 1, gpus_per_task: float = 0, timeout_s: float | None = None,
-                    data_dir=None, show_progress: bool = True) -> list[dict]:
+                    data_dir=None, show_progress: bool = True, index_type: str = "flat") -> list[dict]:
     """Run every cell of a grid (`grid_cells(methods, datasets, seeds, out_root)`) as a Ray task, at most `workers` at once.
 
     Each cell is `megrag-kit run METHOD --dataset D --seed S --limit N --out FOLDER` with the shared options
-    (`llm`, `embedder`, `device`, `batch_size`, `cache`, `openie`, `chunking`, `openie_backend`, `llm_options`, as
-    in `Resources`), run by the runner in a worker: the same `run.json`, `predictions.jsonl` and `summary.json`.
+    (`llm`, `embedder`, `device`, `batch_size`, `cache`, `openie`, `chunking`, `openie_backend`, `llm_options`,
+    `index_type`, as in `Resources`), run by the runner in a worker: the same `run.json`, `predictions.jsonl` and `summary.json`.
     Complete cells are skipped, unfinished ones resume. Returns one dict per cell, in grid order: `{method, params,
     dataset, seed, out, state}` with `state` `skipped` (complete before), `done` (with `summary`) or `error` (with
     `error`: the exception of that cell; the other cells still run). `ValueError` before any task when a folder holds
@@ -265,7 +268,7 @@ def run_grid_on_ray(methods, datasets, seeds=(0,), out_root="runs/grid", limit: 
         refs = {d: ray.put(ds) for d, ds in dsets.items()}
         task = _tasks(ray, _remote_cell, cpus_per_task, gpus_per_task)
         base = dict(llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache, openie=openie, chunking=chunking,
-                    openie_backend=openie_backend, llm_options=llm_options, store_root=None, limit=limit)
+                    openie_backend=openie_backend, index_type=index_type, llm_options=llm_options, store_root=None, limit=limit)
         pending, nxt = {}, 0
         while nxt < len(todo) or pending:
             while nxt < len(todo) and len(pending) < workers:

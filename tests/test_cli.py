@@ -202,6 +202,7 @@ def test_errors_are_one_line_and_come_before_any_model_loads(tmp_path, no_model_
         (["--llm", "hf:/no/such/model"], 2, "no such model folder"),
         (["--llm", "openai:http://localhost:8000/v1"], 2, "expected openai:URL#MODEL"),
         (["--chunking", "sliding"], 2, "--chunking must be truncate or window"),
+        (["--index-type", "annoy"], 2, "--index-type must be flat or hnsw or ivf, not 'annoy'"),
         (["--dataset", str(tmp_path / "missing.json")], 1, "does not exist"),
         (["--dataset", str(tmp_path / "latin1.json")], 1, "latin1.json"),
     ]

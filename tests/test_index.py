@@ -538,6 +538,18 @@ def test_streamed_build_gives_the_vectors_and_hits_of_the_in_memory_build(demo, 
     assert np.array_equal(again.vectors(), ref_vecs) and again.search(qs, 10) == d.search(qs, 10)
 
 
+def test_the_store_and_resources_pass_index_type_to_the_passage_index(demo, tmp_path):
+    "`EvidenceStore(index_type=...)` (and `Resources`, which the CLI's --index-type fills) builds that faiss index beside the flat one."
+    qs = [p.content[:80] for p in demo.corpus[::25]]
+    flat = EvidenceStore(demo, HashEmbedder(), root=tmp_path, show_progress=False)
+    hnsw = Resources(demo, None, HashEmbedder(), store_root=tmp_path, index_type="hnsw").store
+    hnsw.show_progress = False
+    assert hnsw.index_type == "hnsw" and [h[0][0] for h in hnsw.search(qs, 5)] == [h[0][0] for h in flat.search(qs, 5)]
+    assert hnsw.dense.path.name == "passages.hnsw.faiss" and flat.dense.path.name == "passages.faiss" and hnsw.dense.meta["index_type"] == "hnsw"
+    with pytest.raises(ValueError, match="index_type must be flat|hnsw|ivf, got 'annoy'"): EvidenceStore(demo, HashEmbedder(), root=tmp_path, index_type="annoy")
+    with pytest.raises(ValueError, match="index_type must be flat|hnsw|ivf, got 'annoy'"): Resources(demo, None, HashEmbedder(), index_type="annoy")
+
+
 def test_hnsw_and_ivf_find_the_flat_top_1_and_keep_their_own_files(demo, tmp_path):
     texts = [p.content for p in demo.corpus]
     qs = [t[:80] for t in texts[::10]]                                           # each query is the start of a passage: an easy case
