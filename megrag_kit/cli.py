@@ -12,6 +12,7 @@ from .data import DATASETS, load_dataset
 from .models import ModelCallError, check_llm_options, check_model_spec
 from .retrievers import INDEX_TYPES, IndexMismatchError
 from .method import ConfigError, Resources, discover, get_method
+from .reproduce import EXPERIMENTS
 from .runner import RunMismatchError, check_run_folder, compare_runs, format_summary, run as run_questions
 from .report import report as report_md
 
@@ -200,7 +201,7 @@ def main():
 @app.command()
 @friendly
 def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on a CPU) | paper (the papers' sizes; a GPU or a server)"),
-              only: list[str] = typer.Option(None, help="one experiment (repeatable): megrag_tables | megrag_figures | evireform_tables"),
+              only: list[str] = typer.Option(None, help="one experiment (repeatable): " + " | ".join(EXPERIMENTS)),
               llm: str = typer.Option(None, help="override the profile's LLM: smollm2-135m | hf:/path | openai:URL#MODEL"),
               embedder: str = typer.Option(None, help="override the profile's embedder: minilm | st:/path | openai:URL#MODEL"),
               limit: int = typer.Option(None, min=1, help="override the profile's number of questions"),
