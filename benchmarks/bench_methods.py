@@ -1,7 +1,7 @@
 """Questions per minute of each method with the offline model (SmolLM2-135M, MiniLM), batch 1 vs batched.
 
     python benchmarks/bench_methods.py [--questions 4] [--batch 4] [--methods direct,native_rag,ircot,iter_retgen,megrag,evireform,cara]
-        [--threads 2] [--out benchmarks/results/methods.md]
+        [--threads 2] [--llm smollm2-135m] [--out benchmarks/results/methods.md]
 
 The first `--questions` demo questions, LLM call cache off, parser OpenIE (`openie_backend="parser"`, no LLM OpenIE),
 small budgets (listed in PARAMS below, printed in the output). Every method runs twice in this process: one question at a
@@ -40,6 +40,7 @@ def main():
     ap.add_argument("--questions", type=int, default=4); ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--methods", default=",".join(PARAMS)); ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--llm", default="smollm2-135m", help="a model spec, e.g. smollm2-135m@llamacpp (the llama.cpp extra)")
     a = ap.parse_args()
     from megrag_kit.core import set_threads
     th = set_threads(a.threads)
@@ -49,13 +50,13 @@ def main():
     ds = load_dataset("demo"); qs = ds.questions[:a.questions]
     say("# Questions per minute of each method, offline model, batch 1 vs batched\n")
     say(f"started {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; load average {'/'.join(f'{x:.2f}' for x in os.getloadavg())}; "
-        f"threads {th['threads']} ({th['source']}), cores {th['cores']}; demo, first {len(qs)} questions; batch {a.batch}; LLM cache off; parser OpenIE\n")
+        f"threads {th['threads']} ({th['source']}), cores {th['cores']}; demo, first {len(qs)} questions; batch {a.batch}; LLM {a.llm}, cache off; parser OpenIE\n")
     log = Path(a.out).with_suffix(".jsonl") if a.out else None
     rows = [json.loads(l) for l in log.read_text().splitlines() if l.strip()] if log and log.exists() else []
     done = {r["m"] for r in rows}
     if done: say(f"resumed: {', '.join(sorted(done))} measured earlier (in {log})\n")
     with tempfile.TemporaryDirectory() as root:
-        res = Resources(ds, "smollm2-135m", "minilm", device="cpu", batch_size=a.batch, cache=False, store_root=root, openie_backend="parser")
+        res = Resources(ds, a.llm, "minilm", device="cpu", batch_size=a.batch, cache=False, store_root=root, openie_backend="parser")
         for name in [n for n in a.methods.split(",") if n not in done]:
             params = PARAMS.get(name, {})
             m = build_method(name, params, res)
