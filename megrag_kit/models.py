@@ -17,7 +17,7 @@ __all__ = ['MODEL_FILES', 'SMOLLM2_GGUF', 'LLM_OPTIONS', 'EMBEDDER_DTYPES', 'LLA
            'StructuredOutputError', 'ModelCallError', 'file_sha256', 'model_identity', 'smollm2_path', 'HFChatModel',
            'OpenAIChatModel', 'parse_json', 'parse_structured', 'structured', 'Embedder', 'minilm_path', 'STEmbedder',
            'OpenAIEmbedder', 'check_llm_options', 'check_model_spec', 'load_llm', 'load_embedder', 'gguf_file',
-           'LlamaCppChatModel']
+           'anchored_patterns', 'LlamaCppChatModel']
 
 # %% ../nbs/02_models.ipynb #639aa653
 @dataclass
@@ -762,6 +762,35 @@ def _llamacpp_target(spec: str) -> tuple[Path, str]:
     f = gguf_file(base[3:] if base.startswith("hf:") else base)
     return f, f"llamacpp:{f.stem}"
 
+def anchored_patterns(schema):
+    """A copy of a JSON schema (dict/list, any depth) whose every string `pattern` is anchored, `^...$`.
+
+    The kit's schemas mean a pattern as a full match (outlines reads them so); llama.cpp's schema-to-grammar
+    converter refuses a pattern without both anchors (`AssertionError`), so its backend anchors them first. A
+    pattern with a top-level `|` is wrapped in a group, so the anchors bind the whole alternation."""
+    if isinstance(schema, list): return [anchored_patterns(x) for x in schema]
+    if not isinstance(schema, dict): return schema
+    out = {k: anchored_patterns(v) for k, v in schema.items()}
+    p = out.get("pattern")
+    if isinstance(p, str) and not (p.startswith("^") and p.endswith("$") and not p.endswith("\\$")):
+        core = p[1:] if p.startswith("^") else p
+        core = core[:-1] if core.endswith("$") and not core.endswith("\\$") else core
+        out["pattern"] = f"^({core})$" if _top_level_bar(core) else f"^{core}$"
+    return out
+
+def _top_level_bar(p: str) -> bool:
+    "Whether the regex `p` has a `|` outside every group and character class."
+    depth, klass, esc = 0, False, False
+    for ch in p:
+        if esc: esc = False
+        elif ch == "\\": esc = True
+        elif klass: klass = ch != "]"
+        elif ch == "[": klass = True
+        elif ch == "(": depth += 1
+        elif ch == ")": depth -= 1
+        elif ch == "|" and depth == 0: return True
+    return False
+
 class LlamaCppChatModel(ChatModel):
     """A GGUF model run by llama.cpp (`llama-cpp-python`, the optional extra `megrag_kit[llamacpp]`).
 
@@ -771,7 +800,8 @@ class LlamaCppChatModel(ChatModel):
     `batch_size`: prompts per cache write (llama.cpp decodes one sequence at a time; the KV cache of the prefix a
     prompt shares with the previous one is reused, so keep prompts with a common few-shot prefix together);
     `name`: the model name in `model_id`, which is `name@<12 hex>` of the GGUF's sha256, its chat template and the
-    backend. JSON schemas become GBNF grammars (`LlamaGrammar.from_json_schema`), compiled once per schema.
+    backend. JSON schemas become GBNF grammars (`LlamaGrammar.from_json_schema`, patterns anchored by
+    `anchored_patterns`), compiled once per schema.
     `ImportError` saying how to install it when `llama-cpp-python` is missing."""
     def __init__(self, path, device: str = "auto", n_threads: int | None = None, n_ctx: int = 4096, batch_size: int = 8,
                  name: str | None = None, cache=True, think_tokens: int = 0, seed: int = 0):
@@ -806,7 +836,7 @@ class LlamaCppChatModel(ChatModel):
         key = json.dumps(schema, sort_keys=True)
         if key not in self._grammars:
             if len(self._grammars) > 64: self._grammars.clear()
-            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+            self._grammars[key] = LlamaGrammar.from_json_schema(json.dumps(anchored_patterns(schema)), verbose=False)
         return self._grammars[key]
 
     def _generate(self, messages, max_new_tokens=64, temperature=0.0, stop=None, json_schema=None, seed=None):
