@@ -1,5 +1,6 @@
 """The Ray scale-out (issue 14) against the single-process path, on one local Ray instance with 2 workers for the whole
-module: parser triples of the demo corpus, and a grid of `native_rag` and `direct` over 20 demo questions. Skipped when ray is not installed or a local instance does not start here; no test
+module: parser triples of the demo corpus, LLM triples and propositions from one OpenAI-compatible stub server
+every worker calls, and a grid of `native_rag` and `direct` over 20 demo questions. Skipped when ray is not installed or a local instance does not start here; no test
 asserts a time (benchmarks/bench_ray.py times the grid)."""
 import importlib.util, json, os, sys
 
@@ -99,3 +100,38 @@ def test_grid_on_ray_gives_the_single_process_predictions(local_ray, tmp_path):
         assert sorted(sa) == sorted(sb) and (sa["f1"], sa["em"]) == (sb["f1"], sb["em"])
     again = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=20, device="cpu", cache=False, show_progress=False)
     assert [c["state"] for c in again] == ["skipped", "skipped"]              # complete cells are not run again
+
+
+def _extractor(body) -> str:
+    "A stub LLM for the two extraction prompts: one triple (first and last word) or one proposition (first sentence) per passage."
+    system = body["messages"][0]["content"]
+    passage = [m["content"] for m in body["messages"] if m["role"] == "user"][-1].split("Passage:\n", 1)[-1]
+    words = [w.strip(".,;:()\"'") for w in passage.split()]
+    words = [w for w in words if w.isalpha() and len(w) > 3]
+    if system.startswith("Extract factual"): return json.dumps({"triples": [[words[0], "appears with", words[-1]]]})
+    first = passage.split(". ")[0].rstrip(".") + "."
+    return json.dumps({"propositions": [{"text": first, "entities": [w for w in words if w[0].isupper()][:1]}]})
+
+
+@needs_ray
+@pytest.mark.parametrize("view", ["triple", "proposition"])
+def test_llm_extraction_on_ray_from_a_shared_server_equals_the_single_process_build(local_ray, stub_server, tmp_path, view):
+    "Each Ray worker calls the same OpenAI-compatible server; the records equal the single-process extraction's, passage for passage."
+    from megrag_kit.evireform import proposition_view
+    from megrag_kit.scale import extract_on_ray
+    stub_server.respond = _extractor
+    ds, spec, pids = load_dataset("demo"), f"openai:{stub_server.url}#stub", list(range(40))
+    store = Resources(ds, spec, None, cache=False, store_root=tmp_path / "single").store
+    store.show_progress = False
+    v = store.triple_view if view == "triple" else proposition_view(store, "lazy", 8)
+    single = v.extract(pids)
+    assert single["done"] == 40 and single["failed"] < 40
+    calls = stub_server.n_chat
+    rep = extract_on_ray(ds, view, spec, "llm", workers=2, chunk=16, pids=pids, store_root=tmp_path / "ray", cache=False,
+                         show_progress=False, timeout_s=600)
+    assert (rep["done"], rep["failed"], rep["skipped"], rep["chunks"]) == (40, single["failed"], 0, 3)   # 16 + 16 + 8 passages
+    assert stub_server.n_chat == 2 * calls                     # the workers asked the server as often as the single process did (re-asks included)
+    a, b = v.path, tmp_path / "ray" / v.path.relative_to(tmp_path / "single")
+    assert rep["path"] == str(b)
+    assert sorted(a.read_text().splitlines()) == sorted(b.read_text().splitlines())          # byte-identical records
+    assert len(by_pid(b)) == 40
