@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The speed-and-scale suite in one command: every figure of benchmarks/README.md "Speed and scale", each script writing
 # its file under benchmarks/results/ (and printing it). Run it on an otherwise idle machine; each file records the
-# load average of its measurements. About an hour on 2 CPU cores (the 100k hashed index is the longest part).
+# load average of its measurements. The 100k hashed index (bench_scale) is the longest part.
 #   bash benchmarks/speed.sh                 (everything)
 #   ONLY="generation embedding" bash benchmarks/speed.sh
 set -euo pipefail
