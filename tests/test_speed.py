@@ -45,13 +45,17 @@ def test_llamacpp_backend_prompt_schema_and_cache(smollm, tmp_path):
     msgs = openie_prompt(passage)
     assert lc.render(msgs) == smollm.render(msgs)                 # the GGUF's chat template renders the same prompt
     assert lc.model_id.startswith("smollm2-135m-instruct-q4_1-llamacpp@") and lc.model_id != smollm.model_id
-    g = lc.generate([msgs], max_new_tokens=200, json_schema=TRIPLE_SCHEMA)[0]
+    g = lc.generate([msgs], max_new_tokens=600, json_schema=TRIPLE_SCHEMA)[0]     # room for the schema's 12 triples
     val = parse_structured(g.text, TRIPLE_SCHEMA)                  # grammar-constrained: always conforms
     assert isinstance(val["triples"], list) and g.completion_tokens > 0 and g.prompt_tokens == len(smollm.tok(smollm.render(msgs), add_special_tokens=False)["input_ids"])
-    again = lc.generate([msgs], max_new_tokens=200, json_schema=TRIPLE_SCHEMA)[0]
+    again = lc.generate([msgs], max_new_tokens=600, json_schema=TRIPLE_SCHEMA)[0]
     assert (again.cached, again.text) == (True, g.text)
     free = lc.generate([msgs], max_new_tokens=200, stop=["]]}", "\n\n"])[0]
     assert not free.cached and free.finish_reason in ("stop", "length")
+    # a schema with regex patterns (MEGRAG's node output): llama.cpp needs them anchored (anchored_patterns)
+    from megrag_kit.megrag import node_schema
+    node = lc.generate([[{"role": "user", "content": "Who directed Titanic? Reply in JSON."}]], max_new_tokens=300, json_schema=node_schema())[0]
+    assert node.finish_reason == "stop" and set(parse_structured(node.text, node_schema())) >= {"intermediate_answer", "stop", "answer"}
 
 
 @needs_spacy
