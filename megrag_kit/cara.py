@@ -476,7 +476,7 @@ def budget_curve(runs: dict) -> list[dict]:
     `runs`: `{(agents, t_max): prediction rows}` (the runner's rows, failed ones already dropped). Each row of the
     result: `agents`, `t_max`, `steps` (`agents * t_max`, the step budget), `n` (questions), the means x100 of `mrr`,
     `hit@1`, `recall@20` and of `bertscore` (`None` when no row has it), and the means per question of `llm_calls`,
-    `agent_calls`, `causal_calls`, `tokens` and `latency_s` (seconds of model time); rounded to 2 decimals, a
+    `agent_calls`, `causal_calls`, `tokens` and `latency_s` (seconds, as the runner records it); rounded to 2 decimals, a
     missing count taken as 0. `ValueError` for an empty point or a budget key that is not two ints >= 1."""
     out = []
     for key in sorted(runs):

@@ -784,8 +784,8 @@ def round_usage(rows: list[dict]) -> dict:
     entries of `trace["rounds"]`. Returns `n` (rows), `ended` `{t: % of questions that entered exactly t rounds}` for
     `t = 0..max` (0: no round, e.g. the reordering control), `entered` `{t: % of questions entering round t}` for
     `t = 1..max`, and means per question of `n_queries` (residual queries kept), `llm_calls`, `tokens` (prompt +
-    completion of the retrieval and reader calls; extraction is booked to indexing) and `latency_s` (seconds of model
-    time); percentages and means rounded to 2 decimals (a missing cost field counts 0). `ValueError` for no rows or a
+    completion of the retrieval and reader calls; extraction is booked to indexing) and `latency_s` (seconds, as the
+    runner records it); percentages and means rounded to 2 decimals (a missing cost field counts 0). `ValueError` for no rows or a
     row with neither `rounds_entered` nor a trace with `rounds`."""
     if not rows: raise ValueError("round_usage: no prediction rows")
     k = []

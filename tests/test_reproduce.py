@@ -240,8 +240,9 @@ def test_round_usage_and_budget_curve_on_hand_made_rows():
 def test_rounds_answers_and_budget_sections_with_the_real_models(tmp_path):
     "52's rounds runs and 53's Table 2 and budget sweep with SmolLM2-135M and MiniLM on one question: BERTScore (local MiniLM) is measured and the paper's Prime points are drawn."
     import pandas as pd
-    p = dict(limit=1, limit_rounds=1, rounds_settings=[3], limit_sweep=1, sweep_agents=[1], sweep_t_max=[1, 2], variants=["full"], answer_variants=["full"])
-    reproduce("demo", only=["evireform_tables", "cara_tables"], params=p, out=tmp_path, progress=False)
+    reproduce("demo", only=["evireform_tables"], params=dict(limit=1, limit_rounds=1, rounds_settings=[3]), out=tmp_path, progress=False)
+    reproduce("demo", only=["cara_tables"], params=dict(limit=1, limit_sweep=1, sweep_agents=[1], sweep_t_max=[1, 2], variants=["full"], answer_variants=["full"]),
+              out=tmp_path, progress=False)
     t6 = pd.read_csv(tmp_path / "tables" / "evireform_round_usage.csv").set_index("run")
     assert list(t6.index) == ["1 round", "reorder", "up to 3 rounds"] and t6["n"].tolist() == [1] * 3 and t6.loc["1 round", "1 round %"] == 100.0
     t2 = pd.read_csv(tmp_path / "tables" / "cara_answers.csv")
