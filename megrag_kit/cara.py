@@ -22,8 +22,8 @@ from .method import Answer, Method, ReaderOptions, param, register
 __all__ = ['CAUSAL_SYSTEM', 'CAUSAL_SCHEMA_OUTPUT', 'AGENT_SYSTEM', 'ACTION_SCHEMA_SYSTEM', 'CAUSAL_LEVELS', 'JUDGE_SYSTEM',
            'COST_TABLE', 'causal_prompt', 'parse_causal', 'causal_relevance', 'causal_score', 'count_fusion', 'fuse',
            'parse_action', 'action_schema', 'parse_action_json', 'causal_schema', 'parse_causal_json', 'CARAAgents',
-           'bertscore_f1', 'faithfulness', 'CARAConfig', 'CARA', 'cara_summary', 'reference_prompt', 'completeness',
-           'reference_answer', 'build_references']
+           'bertscore_f1', 'faithfulness', 'CARAConfig', 'CARA', 'cara_summary', 'budget_curve', 'reference_prompt',
+           'completeness', 'reference_answer', 'build_references']
 
 # %% ../nbs/30_cara.ipynb #09c72103
 CAUSAL_SYSTEM = (
@@ -466,6 +466,31 @@ def cara_summary(rows: list[dict]) -> dict:
     for k in ("bertscore", "faithfulness"):
         vals = [r[k] for r in rows if r.get(k) is not None]
         if vals: out[k] = round(100 * sum(vals) / len(vals), 2)
+    return out
+
+# %% ../nbs/30_cara.ipynb #b2c551f1
+def budget_curve(runs: dict) -> list[dict]:
+    """One row per budget point of a CARA budget sweep ("CARA: Causally Guided Retrieval Agent for Question
+    Answering", §5.3, Figure 2: agents `m` x steps per agent `T_max`), sorted by `(agents, t_max)`.
+
+    `runs`: `{(agents, t_max): prediction rows}` (the runner's rows, failed ones already dropped). Each row of the
+    result: `agents`, `t_max`, `steps` (`agents * t_max`, the step budget), `n` (questions), the means x100 of `mrr`,
+    `hit@1`, `recall@20` and of `bertscore` (`None` when no row has it), and the means per question of `llm_calls`,
+    `agent_calls`, `causal_calls`, `tokens` and `latency_s` (seconds, as the runner records it); rounded to 2 decimals, a
+    missing count taken as 0. `ValueError` for an empty point or a budget key that is not two ints >= 1."""
+    out = []
+    for key in sorted(runs):
+        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in key)):
+            raise ValueError(f"budget_curve: a budget is (agents, t_max), two ints >= 1; got {key!r}")
+        rows = runs[key]
+        if not rows: raise ValueError(f"budget_curve: no rows for agents={key[0]}, t_max={key[1]}")
+        n = len(rows)
+        mean = lambda f, s=1: round(s * sum(r.get(f) or 0 for r in rows) / n, 2)
+        bs = [r["bertscore"] for r in rows if r.get("bertscore") is not None]
+        out.append(dict(agents=key[0], t_max=key[1], steps=key[0] * key[1], n=n, mrr=mean("mrr", 100), **{"hit@1": mean("hit@1", 100)},
+                        **{"recall@20": mean("recall@20", 100)}, bertscore=round(100 * sum(bs) / len(bs), 2) if bs else None,
+                        llm_calls=mean("llm_calls"), agent_calls=mean("agent_calls"), causal_calls=mean("causal_calls"),
+                        tokens=mean("tokens"), latency_s=mean("latency_s")))
     return out
 
 # %% ../nbs/30_cara.ipynb #e3f40c99

@@ -27,8 +27,8 @@ __all__ = ['PROPOSITION_SCHEMA', 'PROPOSITION_EXAMPLES', 'PROPOSITION_STOP', 'PR
            'propositions_path', 'proposition_view', 'PropositionVectors', 'PropositionIndex', 'top_positive',
            'seed_signal', 'residual_signal', 'combine', 'entity_propagation', 'no_propagation', 'readout',
            'query_schema', 'reply_parser', 'selector_prompt', 'valid_selection', 'writer_prompt', 'clean_queries',
-           'reorder_prompt', 'valid_order', 'EviReformConfig', 'EviReform', 'evireform_summary', 'RestrictedStore',
-           'growth_levels', 'restrict']
+           'reorder_prompt', 'valid_order', 'EviReformConfig', 'EviReform', 'evireform_summary', 'round_usage',
+           'RestrictedStore', 'growth_levels', 'restrict']
 
 # %% ../nbs/20_evireform.ipynb #380d9315
 PROPOSITION_SCHEMA = {"type": "object", "properties": {"propositions": {"type": "array", "maxItems": 12, "items": {
@@ -732,6 +732,7 @@ class EviReform(Method):
         tr["coverage"] = dict(initial=initial, expanded=expanded)
         fields = dict(**cov, seed_fallback=bool(st["selector"]["fallback"]), residual_fallback=st["residual_fallback"],
                       n_queries=sum(len(r["queries"]) for r in st["rounds"]), rounds_used=sum(1 for r in st["rounds"] if r["queries"]),
+                      rounds_entered=len(st["rounds"]),
                       pool_passages=len(univ), pool_failed=sum(p in failed for p in univ), pool_propositions=int(len(idx.rows(univ))),
                       extracted_new=st["extracted_new"], extract_s=round(st["extract_s"], 3))
         return tr, fields
@@ -772,6 +773,31 @@ def evireform_summary(rows: list[dict]) -> dict:
                failed_passages=round(100 * sum(r["pool_failed"] for r in rows) / max(n_pass, 1), 2),
                extracted_new=new, extract_s_per_passage=round(secs / new, 2) if new else None)
     return out
+
+# %% ../nbs/20_evireform.ipynb #5fae5d3b
+def round_usage(rows: list[dict]) -> dict:
+    """Round usage and cost of one EviReform run from its prediction rows (*EviReform: Evidence-Guided Query
+    Reformulation for Multi-Hop Graph Retrieval*, Appendix, Tables A.5/A.6: questions entering rounds 2 and 3, the
+    feedback tokens the extra rounds add).
+
+    Per row the rounds the question entered: `rounds_entered`, or for rows written before that field the number of
+    entries of `trace["rounds"]`. Returns `n` (rows), `ended` `{t: % of questions that entered exactly t rounds}` for
+    `t = 0..max` (0: no round, e.g. the reordering control), `entered` `{t: % of questions entering round t}` for
+    `t = 1..max`, and means per question of `n_queries` (residual queries kept), `llm_calls`, `tokens` (prompt +
+    completion of the retrieval and reader calls; extraction is booked to indexing) and `latency_s` (seconds, as the
+    runner records it); percentages and means rounded to 2 decimals (a missing cost field counts 0). `ValueError` for no rows or a
+    row with neither `rounds_entered` nor a trace with `rounds`."""
+    if not rows: raise ValueError("round_usage: no prediction rows")
+    k = []
+    for r in rows:
+        if r.get("rounds_entered") is not None: k.append(int(r["rounds_entered"]))
+        elif isinstance((r.get("trace") or {}).get("rounds"), list): k.append(len(r["trace"]["rounds"]))
+        else: raise ValueError(f"round_usage: row {r.get('id', '?')} has neither rounds_entered nor trace['rounds'] (not an EviReform row?)")
+    n, c, top = len(rows), Counter(k), max(k)
+    pct = lambda m: round(100 * m / n, 2)
+    mean = lambda f: round(sum(r.get(f) or 0 for r in rows) / n, 2)
+    return dict(n=n, ended={t: pct(c[t]) for t in range(top + 1)}, entered={t: pct(sum(x >= t for x in k)) for t in range(1, top + 1)},
+                n_queries=mean("n_queries"), llm_calls=mean("llm_calls"), tokens=mean("tokens"), latency_s=mean("latency_s"))
 
 # %% ../nbs/20_evireform.ipynb #53269b98
 class RestrictedStore:

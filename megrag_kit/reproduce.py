@@ -240,8 +240,12 @@ EXPERIMENTS = {"megrag_tables": "50_megrag_tables.ipynb", "megrag_figures": "51_
 PROFILES = {
     "demo": dict(dataset="demo", limit=2, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=8,
                  megrag={"n_p": 3, "budget": 2}, budgets=[1, 2], openie_backend="parser",
-                 cara={"agents": 2, "t_max": 2, "show": 5, "neighbors_k": 5, "snippet_chars": 100, "causal_tokens_per_candidate": 12, "read": False}),
-    "paper": dict(dataset="2wikimultihopqa", table2_dataset="musique", table_datasets=["2wikimultihopqa", "hotpotqa", "musique"], limit=1000, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=32),
+                 cara={"agents": 2, "t_max": 2, "show": 5, "neighbors_k": 5, "snippet_chars": 100, "causal_tokens_per_candidate": 12, "read": False},
+                 limit_rounds=5, rounds_options={"pool_x": 6, "pool_r": 3, "read": False, "reorder_k": 20},
+                 limit_sweep=5, sweep_agents=[1, 2], sweep_t_max=[1, 3],
+                 answer_options={"read": True, "bertscore": True, "faithfulness": True}, sweep_options={"read": True, "bertscore": True}),
+    "paper": dict(dataset="2wikimultihopqa", table2_dataset="musique", table_datasets=["2wikimultihopqa", "hotpotqa", "musique"], limit=1000, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=32,
+                  limit_rounds=1000, limit_sweep=1000, sweep_agents=[1, 2, 3], sweep_t_max=[30, 150]),
 }
 
 class ExperimentError(RuntimeError):

@@ -232,9 +232,15 @@ def test_later_rounds_stop_when_nothing_is_missing(demo, root):
     rs = a.trace["rounds"]
     assert [r["queries"] for r in rs] == [["Sir James Charles Mathew"], ["Irish-born judge burial"], []]
     assert a.fields["rounds_used"] == 2 and not a.fields["residual_fallback"] and rs[0]["ranking"] and rs[2]["ranking"] is None
+    assert a.fields["rounds_entered"] == 3                          # the third writer was asked, and named nothing new
     llm2 = Script(queries=[("Sir James Charles Mathew",), ("sir james charles MATHEW",)])       # a repeat of round one is dropped
     (b,) = make(demo, root, llm2, rounds=2).answer(demo.questions[:1])
     assert b.trace["rounds"][1]["dropped"] == [["sir james charles MATHEW", "duplicate"]] and b.fields["rounds_used"] == 1
+    assert b.fields["rounds_entered"] == 2
+    (c,) = make(demo, root, Script(queries=[()]), rounds=3).answer(demo.questions[:1])   # nothing missing after round one: it stops there
+    assert (c.fields["rounds_entered"], c.fields["rounds_used"]) == (1, 0)
+    (d,) = make(demo, root, Script(), variant="reorder").answer(demo.questions[:1])
+    assert (d.fields["rounds_entered"], d.fields["rounds_used"]) == (0, 0)
 
 
 def test_failed_extractions_are_counted_not_dropped(demo, root):

@@ -3,6 +3,7 @@ figures exist, are valid images and hold the expected series), parameter typos, 
 hand-made traces, the latency and manifest fixes, and the 2Wiki question type."""
 import gzip, json, os, sys, time, xml.etree.ElementTree as ET
 from pathlib import Path
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 from megrag_kit.cli import app
@@ -17,7 +18,9 @@ from conftest import ScriptedLLM
 from fakes import HashEmbedder
 
 TESTS = Path(__file__).parent
-FAKE = dict(llm="py:fakes:ScriptedPolicy", embedder="py:fakes:HashEmbedder", limit=3, device="cpu", megrag={"budget": 2}, budgets=[1, 2])
+FAKE = dict(llm="py:fakes:ScriptedPolicy", embedder="py:fakes:HashEmbedder", limit=3, device="cpu", megrag={"budget": 2}, budgets=[1, 2],
+            limit_rounds=2, limit_sweep=2, sweep_agents=[1, 2], sweep_t_max=[1, 2],          # BERTScore would load MiniLM: not in the fast tier
+            answer_options={"read": True, "faithfulness": True}, sweep_options={"read": True})
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +60,7 @@ def test_figures_are_images_with_the_expected_series(done):
     from PIL import Image
     out, d = done
     figs = sorted({Path(f).stem for f in d["megrag_figures"]["outputs"] + d["evireform_tables"]["outputs"] + d["cara_tables"]["outputs"] if f.endswith(".png")})
-    assert figs == ["cara_variants", "evireform_coverage", "evireform_paired", "megrag_budget", "megrag_fig3_termination", "megrag_fig4_composition", "megrag_fig5_depth", "megrag_fig6_latency"]
+    assert figs == ["cara_fig2_budget", "cara_variants", "evireform_coverage", "evireform_paired", "megrag_budget", "megrag_fig3_termination", "megrag_fig4_composition", "megrag_fig5_depth", "megrag_fig6_latency"]
     for f in figs:
         with Image.open(out / "figures" / f"{f}.png") as im: im.verify(); assert im.format == "PNG"
         with Image.open(out / "figures" / f"{f}.png") as im: assert im.size[0] > 300 and im.size[1] > 200
@@ -65,7 +68,8 @@ def test_figures_are_images_with_the_expected_series(done):
               "megrag_fig5_depth": ["F1 (ours)", "mean steps (ours)"], "megrag_fig6_latency": ["direct", "native_rag", "megrag", "megrag (paper)"],
               "megrag_budget": ["ours", "paper (MuSiQue)", "budget exhausted (%)"], "evireform_paired": ["ours: full minus control"],
               "cara_variants": ["Hit@1", "Recall@20", "MRR", "nodes examined", "n = 3 questions", "STaRK"],
-              "evireform_coverage": ["ours (evireform)", "paper (2wikimultihopqa)", "final top 5", "n = 3 questions"]}
+              "evireform_coverage": ["ours (evireform)", "paper (2wikimultihopqa)", "final top 5", "n = 3 questions"],
+              "cara_fig2_budget": ["ours, m = 1", "ours, m = 2", "MRR", "Hit@1", "T_max", "n = 2 questions per point"]}
     for f, want in series.items():
         text = _svg_text(out / "figures" / f"{f}.svg")
         assert all(w in text for w in want), (f, want, text[:300])
@@ -120,7 +124,8 @@ def test_cara_tables_come_from_the_runs(done):
     import pandas as pd
     out, _ = done
     rec = json.loads((out / "results" / "cara_tables.json").read_text())
-    assert [r["params"]["variant"] for r in rec["runs"]] == ["full", "no_causal", "count", "no_causal_count", "global_search"]
+    assert [r["params"]["variant"] for r in rec["runs"]][:5] == ["full", "no_causal", "count", "no_causal_count", "global_search"]
+    rec["runs"] = rec["runs"][:5]                                   # the retrieval runs; Table 2's and the sweep's are tested below
     assert rec["configs"]["cara"]["agents"] == 2 and rec["configs"]["cara"]["t_max"] == 2            # the demo profile's agent budget
     ret, cost = pd.read_csv(out / "tables" / "cara_retrieval.csv"), pd.read_csv(out / "tables" / "cara_cost.csv")
     for r in rec["runs"]:
@@ -161,6 +166,92 @@ def test_evireform_appendix_tables_come_from_the_committed_runs(done):
     assert "2wiki20-evireform-no_reformulation" not in tv.index                    # no residual queries: no expanded pool to count
 
 
+def test_evireform_rounds_tables_come_from_the_runs_made_there(done):
+    "Tables A.5/A.6: one run per setting on the first `limit_rounds` questions; the means, paired differences and round usage are those of the run folders."
+    import pandas as pd
+    from megrag_kit.evireform import round_usage
+    from megrag_kit.metrics import paired_bootstrap
+    out, _ = done
+    rec = json.loads((out / "results" / "evireform_tables.json").read_text())
+    made = [r for r in rec["runs"] if str(out) in r["folder"]]
+    assert [(r["params"]["variant"], r["params"]["rounds"]) for r in made] == [("full", 1), ("reorder", 1), ("full", 2), ("full", 3)]
+    assert all(r["limit"] == 2 and r["dataset"] == "demo" and r["params"]["pool_x"] == 6 and not r["params"]["read"] for r in made)
+    rows = {r["params"]["variant"] + str(r["params"]["rounds"]): read_predictions(Path(r["folder"]) / "predictions.jsonl") for r in made}
+    t5 = pd.read_csv(out / "tables" / "evireform_rounds.csv").set_index("run")
+    assert list(t5.index) == ["1 round", "reorder", "up to 2 rounds", "up to 3 rounds"] and t5["n"].tolist() == [2] * 4
+    assert t5.loc["up to 3 rounds", "recall@5"] == round(100 * float(np.mean([r["recall@5"] for r in rows["full3"]])), 2)
+    d = paired_bootstrap({r["id"]: 100 * r["recall@10"] for r in rows["reorder1"]}, {r["id"]: 100 * r["recall@10"] for r in rows["full1"]})
+    assert t5.loc["reorder", "recall@10 minus 1 round"] == round(d["diff"], 2) and pd.isna(t5.loc["1 round", "recall@5 minus 1 round"])
+    assert t5["paper recall@5 minus 1 round"].iloc[:3].isna().all()                   # the paper states only up to three rounds minus one
+    assert t5.loc["up to 3 rounds", "paper recall@5 minus 1 round"] == -0.20           # demo questions are 2Wiki: the paper's 2Wiki value
+    t6 = pd.read_csv(out / "tables" / "evireform_round_usage.csv").set_index("run")
+    u = round_usage(rows["full3"])
+    assert t6.loc["up to 3 rounds", ["1 round %", "2 rounds %", "3 rounds %", "entered round 2 %", "LLM calls/q", "tokens/q"]].tolist() == \
+        [u["ended"].get(1, 0.0), u["ended"].get(2, 0.0), u["ended"].get(3, 0.0), u["entered"].get(2, 0.0), u["llm_calls"], u["tokens"]]
+    assert t6.loc["reorder", "no round %"] == 100.0 and t6.loc["reorder", ["1 round %", "entered round 2 %"]].isna().all()
+    assert t6.loc["up to 3 rounds", "paper feedback tokens added %"] == 80 and pd.isna(t6.loc["up to 3 rounds", "paper entered round 2 %"])
+    assert "first 2 questions" in (out / "tables" / "evireform_rounds.md").read_text()
+
+
+def test_cara_answer_table_and_budget_curve_come_from_the_runs(done):
+    "Table 2: one read run per answer variant; Figure 2's table is `budget_curve` of the budget runs, with the paper's Prime points beside m = 3 only."
+    import pandas as pd
+    from megrag_kit.cara import budget_curve
+    out, _ = done
+    rec = json.loads((out / "results" / "cara_tables.json").read_text())
+    ans = [r for r in rec["runs"] if r["params"]["read"] and r["limit"] == 3]
+    assert [r["params"]["variant"] for r in ans] == ["full", "no_causal_count", "global_search"] and all(r["params"]["faithfulness"] for r in ans)
+    t2 = pd.read_csv(out / "tables" / "cara_answers.csv").set_index("variant")
+    for r in ans:
+        rows = read_predictions(Path(r["folder"]) / "predictions.jsonl")
+        f = [x["faithfulness"] for x in rows if x.get("faithfulness") is not None]
+        assert t2.loc[r["params"]["variant"], "faithfulness n"] == len(f)
+        if f: assert t2.loc[r["params"]["variant"], "faithfulness"] == round(100 * sum(f) / len(f), 2)
+    assert t2.loc["full", "paper BERTScore F1 (Prime, m = 3, T_max = 150)"] == 41.6 and t2["BERTScore F1"].isna().all()   # not measured here
+    sw = [r for r in rec["runs"] if r["limit"] == 2 and r["method"] == "cara"]
+    assert [(r["params"]["agents"], r["params"]["t_max"]) for r in sw] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    bc = budget_curve({(r["params"]["agents"], r["params"]["t_max"]): read_predictions(Path(r["folder"]) / "predictions.jsonl") for r in sw})
+    tb = pd.read_csv(out / "tables" / "cara_budget.csv")
+    assert tb[["agents", "T_max", "n", "MRR", "Hit@1", "LLM calls/q"]].values.tolist() == [[b["agents"], b["t_max"], b["n"], b["mrr"], b["hit@1"], b["llm_calls"]] for b in bc]
+    assert tb["paper BERTScore F1 (Prime)"].isna().all()                             # the demo grid has no m = 3 point
+
+
+def test_round_usage_and_budget_curve_on_hand_made_rows():
+    from megrag_kit.cara import budget_curve
+    from megrag_kit.evireform import round_usage
+    rows = [dict(id="a", rounds_entered=1, n_queries=1, llm_calls=3, tokens=900, latency_s=1.0),
+            dict(id="b", rounds_entered=3, n_queries=4, llm_calls=6, tokens=2100, latency_s=3.0),
+            dict(id="c", rounds_entered=2, n_queries=2, llm_calls=4, tokens=1500, latency_s=2.0),
+            dict(id="d", rounds_entered=1, n_queries=0, llm_calls=3, tokens=700, latency_s=1.0),
+            dict(id="e", trace={"rounds": [{}, {}, {}]}, n_queries=5, llm_calls=6, tokens=2300, latency_s=3.5)]   # an older row: its trace counts
+    assert round_usage(rows) == dict(n=5, ended={0: 0.0, 1: 40.0, 2: 20.0, 3: 40.0}, entered={1: 100.0, 2: 60.0, 3: 40.0},
+                                     n_queries=2.4, llm_calls=4.4, tokens=1500.0, latency_s=2.1)
+    assert round_usage([dict(rounds_entered=0, llm_calls=1, tokens=10, latency_s=0.5)] * 2) == dict(n=2, ended={0: 100.0}, entered={},
+                                                                                                    n_queries=0.0, llm_calls=1.0, tokens=10.0, latency_s=0.5)
+    with pytest.raises(ValueError, match="row z has neither"): round_usage([dict(id="z")])
+    pt = lambda mrr, hit, bs=None, calls=1: dict(mrr=mrr, **{"hit@1": hit, "recall@20": hit}, bertscore=bs, llm_calls=calls, agent_calls=calls, tokens=100 * calls, latency_s=calls / 2)
+    bc = budget_curve({(3, 30): [pt(1.0, 1.0, 0.5, 90), pt(0.5, 0.0, 0.3, 80)], (1, 5): [pt(0.2, 0.0, calls=5), pt(0.0, 0.0, calls=5), pt(1.0, 1.0, calls=5)]})
+    assert [(b["agents"], b["t_max"], b["steps"], b["n"], b["mrr"], b["hit@1"], b["bertscore"], b["llm_calls"], b["causal_calls"], b["tokens"], b["latency_s"]) for b in bc] == \
+        [(1, 5, 5, 3, 40.0, 33.33, None, 5.0, 0.0, 500.0, 2.5), (3, 30, 90, 2, 75.0, 50.0, 40.0, 85.0, 0.0, 8500.0, 42.5)]
+    with pytest.raises(ValueError, match="two ints >= 1"): budget_curve({(1,): [pt(1, 1)]})
+
+
+@pytest.mark.slow
+def test_rounds_answers_and_budget_sections_with_the_real_models(tmp_path):
+    "52's rounds runs and 53's Table 2 and budget sweep with SmolLM2-135M and MiniLM on one question: BERTScore (local MiniLM) is measured and the paper's Prime points are drawn."
+    import pandas as pd
+    reproduce("demo", only=["evireform_tables"], params=dict(limit=1, limit_rounds=1, rounds_settings=[3]), out=tmp_path, progress=False)
+    reproduce("demo", only=["cara_tables"], params=dict(limit=1, limit_sweep=1, sweep_agents=[1], sweep_t_max=[1, 2], variants=["full"], answer_variants=["full"]),
+              out=tmp_path, progress=False)
+    t6 = pd.read_csv(tmp_path / "tables" / "evireform_round_usage.csv").set_index("run")
+    assert list(t6.index) == ["1 round", "reorder", "up to 3 rounds"] and t6["n"].tolist() == [1] * 3 and t6.loc["1 round", "1 round %"] == 100.0
+    t2 = pd.read_csv(tmp_path / "tables" / "cara_answers.csv")
+    assert t2["BERTScore F1 n"].tolist() == [1] and 0 <= t2["BERTScore F1"].iloc[0] <= 100
+    tb = pd.read_csv(tmp_path / "tables" / "cara_budget.csv")
+    assert tb["T_max"].tolist() == [1, 2] and tb["BERTScore F1"].notna().all()
+    assert "paper (STaRK Prime, m = 3)" in _svg_text(tmp_path / "figures" / "cara_fig2_budget.svg")
+
+
 def test_a_second_reproduction_reuses_the_runs(done, fake_env):
     out, _ = done
     before = {p: p.read_text() for p in (out / "runs").glob("*/predictions.jsonl")}
@@ -181,6 +272,14 @@ def test_parameter_typos_fail_naming_the_valid_names(fake_env, tmp_path):
         reproduce("demo", only=["cara_tables"], params={**FAKE, "variants": ["full", "no_casual"]}, out=tmp_path, progress=False)
     with pytest.raises(ExperimentError, match="cara_tables failed: ConfigError: cara: unknown parameter agent; valid: "):
         reproduce("demo", only=["cara_tables"], params={**FAKE, "cara": {"agent": 2}}, out=tmp_path, progress=False)
+    with pytest.raises(ExperimentError, match="evireform_tables failed: ValueError: rounds_settings must be a list of distinct values among 2 and 3, got \\[4\\]"):
+        reproduce("demo", only=["evireform_tables"], params={**FAKE, "rounds_settings": [4]}, out=tmp_path, progress=False)
+    with pytest.raises(ExperimentError, match="evireform_tables failed: ValueError: rounds_options: \\['rounds'\\] are set per run"):
+        reproduce("demo", only=["evireform_tables"], params={**FAKE, "rounds_options": {"rounds": 2}}, out=tmp_path, progress=False)
+    with pytest.raises(ExperimentError, match="cara_tables failed: ValueError: sweep_agents must be a list of distinct ints in 1..16, got \\[0, 2\\]"):
+        reproduce("demo", only=["cara_tables"], params={**FAKE, "sweep_agents": [0, 2]}, out=tmp_path, progress=False)
+    with pytest.raises(ExperimentError, match="cara_tables failed: ConfigError: cara: unknown parameter bertscor"):
+        reproduce("demo", only=["cara_tables"], params={**FAKE, "answer_options": {"bertscor": True}}, out=tmp_path, progress=False)
     r = CliRunner().invoke(app, ["reproduce", "--only", "megrag_tabels"])
     assert r.exit_code == 2 and "unknown experiment 'megrag_tabels'" in r.output
 
