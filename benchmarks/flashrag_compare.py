@@ -215,8 +215,8 @@ DIFFERENCES = """## What differs between the two implementations (read from Flas
 
 Shared: the questions, the corpus (the same 6,119 passages, `title + "\\n" + text`; which index FlashRAG searched
 is said per pipeline above; it encodes the queries with its own sentence-transformers encoder), the two models (the
-same SmolLM2-135M-Instruct folder, greedy decoding; all-MiniLM-L6-v2 with mean pooling over at most 256 word pieces), `k = 5` passages per query and the loop lengths (ITER-RETGEN 3 rounds, IRCoT
-at most 2 reason steps). What remains different, by design of each implementation:
+same SmolLM2-135M-Instruct folder, greedy decoding; all-MiniLM-L6-v2 with mean pooling over at most 256 word pieces),
+`k = 5` passages per query and the loop lengths (ITER-RETGEN 3 rounds, IRCoT at most 2 reason steps). What remains different, by design of each implementation:
 
 - **The answer step.** The kit answers with its shared reader: a few-shot prompt (seven 2Wiki-template examples), the
   first `reader_max_passages = 3` passages shown best last, answers cut at the first line and read by
