@@ -1,6 +1,7 @@
 """`megrag-kit reproduce`: the experiment notebooks under papermill with tiny parameters and scripted models (their
-figures exist, are valid images and hold the expected series), parameter typos, the counts the figures show on
-hand-made traces, the latency and manifest fixes, and the 2Wiki question type."""
+figures exist, are valid images and hold the expected series), the kit-vs-FlashRAG table read from the committed
+results, parameter typos, the counts the figures show on hand-made traces, the latency and manifest fixes, and the 2Wiki
+question type."""
 import gzip, json, os, sys, time, xml.etree.ElementTree as ET
 from pathlib import Path
 import numpy as np
@@ -53,7 +54,7 @@ def test_every_notebook_ran_and_wrote_its_outputs(done):
         rec = json.loads((out / "results" / f"{n}.json").read_text())
         for k in ("params", "models", "seed", "versions", "hardware", "wall_s", "runs"): assert k in rec, (n, k)
         assert rec["versions"]["git_commit"] and rec["runs"]
-    assert {Path(f).name for f in d["megrag_tables"]["outputs"]} == {f"megrag_{t}.{e}" for t in ("table1", "table2", "table3", "budget") for e in ("md", "csv")}
+    assert {Path(f).name for f in d["megrag_tables"]["outputs"]} == {f"megrag_{t}.{e}" for t in ("table1", "table2", "table3", "budget", "flashrag") for e in ("md", "csv")}
 
 
 def test_figures_are_images_with_the_expected_series(done):
@@ -117,6 +118,50 @@ def test_a_student_adds_the_distilled_rows(fake_env, tmp_path):
     assert t3.loc[["full (distilled)", "no_sft"], "n"].tolist() == [2, 2] and not any("not run" in r for r in t3.index)
     rec = json.loads((tmp_path / "results" / "megrag_tables.json").read_text())
     assert rec["params"]["student"] == "py:fakes:ScriptedPolicy"                     # the provenance names the student
+
+
+def test_flashrag_comparison_comes_from_the_committed_files(done):
+    """The kit-vs-FlashRAG table is the committed results scored again: the kit's EM, F1, Recall@5, calls and seconds
+    are the means of its run folder's rows, FlashRAG's are its committed predictions scored by the kit's metrics, over
+    the 20 questions both answered (whatever the notebook's own dataset and limit)."""
+    import pandas as pd
+    from megrag_kit.runner import score
+    out, _ = done
+    root = Path(__file__).parents[1]
+    t = pd.read_csv(out / "tables" / "megrag_flashrag.csv")
+    assert list(zip(t.pipeline, t.implementation)) == [("ircot", "kit"), ("ircot", "FlashRAG"), ("iter_retgen", "kit"), ("iter_retgen", "FlashRAG")]
+    assert not t["run"].str.startswith("not run").any()
+    mean = lambda xs: round(sum(xs) / len(xs), 2)
+    for p in ("ircot", "iter_retgen"):
+        kit = {r["id"]: r for r in read_predictions(root / "runs" / f"2wiki20-{p}" / "predictions.jsonl")}
+        fr_file = root / "benchmarks" / "results" / "flashrag" / f"{p}.jsonl"
+        fr = {r["id"]: r for r in map(json.loads, fr_file.read_text().splitlines())}
+        meta = json.loads(fr_file.with_suffix(".meta.json").read_text())
+        assert len(kit) == len(fr) == meta["n"] == 20 and set(kit) == set(fr) and not any(r.get("failed") for r in kit.values())
+        k = t[(t.pipeline == p) & (t.implementation == "kit")].iloc[0]
+        rows = list(kit.values())
+        assert (k["n"], k["EM"], k["F1"], k["Recall@5"]) == pytest.approx((20, *(mean([100 * r[m] for r in rows]) for m in ("em", "f1", "recall@5"))))
+        assert (k["LLM calls/q"], k["seconds/q"]) == pytest.approx((mean([r["llm_calls"] for r in rows]), mean([r["latency_s"] for r in rows])))
+        f = t[(t.pipeline == p) & (t.implementation == "FlashRAG")].iloc[0]
+        sc = [score(Question(i, kit[i]["question"], kit[i]["gold_answers"], kit[i]["gold_pids"]), fr[i]["prediction"], fr[i]["retrieved"]) for i in kit]
+        assert (f["n"], f["EM"], f["F1"], f["Recall@5"]) == pytest.approx((20, *(mean([100 * s.get(m, 0.0) for s in sc]) for m in ("em", "f1", "recall@5"))))
+        assert f["LLM calls/q"] == pytest.approx(mean([r["llm_calls"] for r in fr.values()])) and sum(r["llm_calls"] for r in fr.values()) == meta["llm_calls"]
+        assert f["seconds/q"] == pytest.approx(round(meta["wall_s"] / 20, 2)) and meta["pipeline"] in f["run"]
+    md = (out / "tables" / "megrag_flashrag.md").read_text()
+    assert "flashrag-dev" in md and "benchmarks/flashrag_compare.py" in md
+
+
+def test_flashrag_comparison_without_the_files_says_not_run(fake_env, tmp_path):
+    "Where the committed results are missing, each side's row says 'not run' with the command that makes it, and the notebook still finishes."
+    import pandas as pd
+    reproduce("demo", only=["megrag_tables"], params={**FAKE, "limit": 1, "table1": ["direct"], "budgets": [1], "comparison_root": str(tmp_path / "none")},
+              out=tmp_path, progress=False)
+    t = pd.read_csv(tmp_path / "tables" / "megrag_flashrag.csv")
+    assert t["run"].tolist() == ["not run: megrag-kit --threads 1 run ircot --dataset 2wikimultihopqa --limit 20 --device cpu --out runs/2wiki20-ircot",
+                                 "not run: python benchmarks/flashrag_compare.py flashrag --work WORK --pipeline ircot (FlashRAG's venv, after the prepare step)",
+                                 "not run: megrag-kit --threads 1 run iter_retgen --dataset 2wikimultihopqa --limit 20 --device cpu --out runs/2wiki20-iter_retgen",
+                                 "not run: python benchmarks/flashrag_compare.py flashrag --work WORK --pipeline iter_retgen (FlashRAG's venv, after the prepare step)"]
+    assert t["F1"].isna().all()
 
 
 def test_cara_tables_come_from_the_runs(done):
