@@ -766,30 +766,18 @@ def anchored_patterns(schema):
     """A copy of a JSON schema (dict/list, any depth) whose every string `pattern` is anchored, `^...$`.
 
     The kit's schemas mean a pattern as a full match (outlines reads them so); llama.cpp's schema-to-grammar
-    converter refuses a pattern without both anchors (`AssertionError`), so its backend anchors them first. A
-    pattern with a top-level `|` is wrapped in a group, so the anchors bind the whole alternation."""
+    converter refuses a pattern without both anchors (`AssertionError`), so its backend anchors them first: `p`
+    becomes `^(p)$` (an anchor `p` already had is dropped first), the group making the anchors bind a whole
+    alternation."""
     if isinstance(schema, list): return [anchored_patterns(x) for x in schema]
     if not isinstance(schema, dict): return schema
     out = {k: anchored_patterns(v) for k, v in schema.items()}
     p = out.get("pattern")
-    if isinstance(p, str) and not (p.startswith("^") and p.endswith("$") and not p.endswith("\\$")):
-        core = p[1:] if p.startswith("^") else p
-        core = core[:-1] if core.endswith("$") and not core.endswith("\\$") else core
-        out["pattern"] = f"^({core})$" if _top_level_bar(core) else f"^{core}$"
+    if isinstance(p, str):
+        core = p.removeprefix("^")
+        if core.endswith("$") and not core.endswith("\\$"): core = core[:-1]
+        out["pattern"] = f"^({core})$"
     return out
-
-def _top_level_bar(p: str) -> bool:
-    "Whether the regex `p` has a `|` outside every group and character class."
-    depth, klass, esc = 0, False, False
-    for ch in p:
-        if esc: esc = False
-        elif ch == "\\": esc = True
-        elif klass: klass = ch != "]"
-        elif ch == "[": klass = True
-        elif ch == "(": depth += 1
-        elif ch == ")": depth -= 1
-        elif ch == "|" and depth == 0: return True
-    return False
 
 class LlamaCppChatModel(ChatModel):
     """A GGUF model run by llama.cpp (`llama-cpp-python`, the optional extra `megrag_kit[llamacpp]`).
