@@ -78,7 +78,7 @@ STORE_OPTIONS = {"openie": ("lazy", "eager"), "chunking": ("truncate", "window")
                  "index_type": INDEX_TYPES}
 
 def _store_options(**given) -> None:
-    "The evidence-store options `run`, `index` and `scale grid` share, each checked against `STORE_OPTIONS` with `_one_of`."
+    "The evidence-store options the commands share (`--openie`, `--chunking`, `--openie-backend`, `--index-type`), each checked against `STORE_OPTIONS` with `_one_of`."
     for name, value in given.items(): _one_of("--" + name.replace("_", "-"), value, STORE_OPTIONS[name])
 
 @app.command()
