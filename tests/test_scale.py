@@ -81,7 +81,7 @@ def test_grid_on_ray_gives_the_single_process_predictions(local_ray, tmp_path):
         res = Resources(ds, "smollm2-135m", "minilm", device="cpu", cache=False)
         set_seed(0)
         run(build_method(m, {}, res), ds, tmp_path / "single" / m, limit=20, batch_size=8, seed=0, show_progress=False,
-            manifest=dict(device="cpu", chunking="truncate", openie_backend="llm", llm_options={}))
+            manifest=dict(device="cpu", chunking="truncate", openie_backend="llm", index_type="flat", llm_options={}))   # what `run` writes
     cells = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=20, device="cpu", cache=False,
                             workers=2, show_progress=False, timeout_s=1200)
     assert [(c["method"], c["state"]) for c in cells] == [("native_rag", "done"), ("direct", "done")], [c.get("error") for c in cells]
@@ -94,8 +94,8 @@ def test_grid_on_ray_gives_the_single_process_predictions(local_ray, tmp_path):
         assert [{k: r.get(k) for k in keep} for r in a] == [{k: r.get(k) for k in keep} for r in b]
         assert sorted(a[0]) == sorted(b[0])                                   # the same row format
         ma, mb = (json.loads((f / "run.json").read_text()) for f in (single, grid))
-        assert sorted(ma) == sorted(mb) and {k: ma[k] for k in ("method", "params", "dataset", "llm", "embedder", "seed", "models", "device")} \
-            == {k: mb[k] for k in ("method", "params", "dataset", "llm", "embedder", "seed", "models", "device")}
+        assert sorted(ma) == sorted(mb) and {k: ma[k] for k in ("method", "params", "dataset", "llm", "embedder", "seed", "models", "device", "index_type")} \
+            == {k: mb[k] for k in ("method", "params", "dataset", "llm", "embedder", "seed", "models", "device", "index_type")}
         sa, sb = (json.loads((f / "summary.json").read_text()) for f in (single, grid))
         assert sorted(sa) == sorted(sb) and (sa["f1"], sa["em"]) == (sb["f1"], sb["em"])
     again = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=20, device="cpu", cache=False, show_progress=False)
