@@ -240,15 +240,12 @@ same SmolLM2-135M-Instruct folder, greedy decoding; all-MiniLM-L6-v2 with mean p
 """
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
-
-
 def report(kit_runs: list[Path], out: Path):
     """Score both sides with the kit's metrics on the questions both answered; write a Markdown file whose header
     gives the commands that regenerate it and the load averages, then a table per pipeline (mean and 95% bootstrap
     interval per side, paired bootstrap of kit - FlashRAG, LLM calls and seconds per question)."""
     from megrag_kit.core import Question
+    from megrag_kit.jsonl import read_jsonl
     from megrag_kit.metrics import bootstrap_ci, paired_bootstrap
     from megrag_kit.runner import read_predictions, score
     fr_dir = RESULTS / "flashrag"
@@ -289,7 +286,7 @@ def report(kit_runs: list[Path], out: Path):
         fr_path = fr_dir / f"{pipeline}.jsonl"
         meta = metas[pipeline][1]
         if not (fr_path.exists() and meta): lines += [f"## {pipeline}", "", f"FlashRAG's side not run: `{fr_path.relative_to(ROOT)}` is missing.", ""]; continue
-        fr = {r["id"]: r for r in _read_jsonl(fr_path)}
+        fr = {r["id"]: r for r in read_jsonl(fr_path, "FlashRAG row")}
         ids = [i for i in kit if i in fr]
         if not ids: lines += [f"## {pipeline}", "", "no question answered on both sides yet", ""]; continue
         sc = {"kit": {}, "flashrag": {}}
