@@ -30,7 +30,7 @@ FRIENDLY_ERRORS = (DataError, ConfigError, RunMismatchError, ModelCallError, Ind
 @app.callback()
 def _options(debug: bool = typer.Option(False, "--debug", help="show the full traceback of an error (also accepted after the command)"),
              threads: int = typer.Option(None, "--threads", min=1, help="CPU threads of torch, faiss and the tokenizers (default: $MEGRAG_KIT_THREADS, "
-                                         "else $OMP_NUM_THREADS, else the cores the load average leaves free, at least 1); recorded in run.json")):
+                                         "else $OMP_NUM_THREADS, else the cores other work leaves free, at least 1); recorded in run.json")):
     _STATE["debug"] = _STATE["debug"] or debug
     try: set_threads(threads)
     except ValueError as e: raise typer.BadParameter(str(e), param_hint="--threads / $MEGRAG_KIT_THREADS")

@@ -4,14 +4,14 @@
 
 # %% ../nbs/00_core.ipynb #21fa18cd
 from __future__ import annotations
-import hashlib, json, os, random, re, sys
+import hashlib, json, os, random, re, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['THREADS_ENV', 'STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError', 'DataWarning', 'cache_dir',
-           'resolve_device', 'set_seed', 'default_threads', 'set_threads', 'thread_settings', 'stable_hash',
-           'content_words', 'unit_id', 'parse_unit_id', 'unit_pid']
+           'resolve_device', 'set_seed', 'busy_cores', 'default_threads', 'set_threads', 'thread_settings',
+           'stable_hash', 'content_words', 'unit_id', 'parse_unit_id', 'unit_pid']
 
 # %% ../nbs/00_core.ipynb #af92815e
 @dataclass(frozen=True)
@@ -109,13 +109,41 @@ def _cores() -> int:
     try: return len(os.sched_getaffinity(0))
     except AttributeError: return os.cpu_count() or 1
 
+def busy_cores(interval: float = 0.25) -> float | None:
+    """How many of this process's cores (`os.sched_getaffinity`) were busy, summed over those cores, during the next
+    `interval` seconds (float in `[0, cores]`; e.g. 1.0 beside one CPU-bound job on an idle machine). Read from the
+    per-CPU counters of `/proc/stat` (busy = every state but idle and iowait) before and after a sleep of `interval`;
+    `None` where `/proc/stat` is missing (not Linux). Unlike the load average, which decays over a minute, this sees a
+    job that ended a second ago as gone."""
+    mine = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    def sample():
+        try: lines = Path("/proc/stat").read_text().splitlines()
+        except OSError: return None
+        got = {}
+        for line in lines:
+            f = line.split()
+            if not f or not f[0].startswith("cpu") or not f[0][3:].isdigit(): continue
+            if mine is not None and int(f[0][3:]) not in mine: continue
+            v = [int(x) for x in f[1:9]]
+            got[f[0]] = (sum(v), v[3] + v[4])          # total, idle + iowait (jiffies)
+        return got or None
+    a = sample()
+    if a is None: return None
+    time.sleep(interval)
+    b = sample() or {}
+    busy = 0.0
+    for cpu, (t0, i0) in a.items():
+        if cpu in b and b[cpu][0] > t0: busy += 1 - (b[cpu][1] - i0) / (b[cpu][0] - t0)
+    return round(busy, 3)
+
 def default_threads() -> tuple[int, str]:
     """`(n, source)`: the CPU thread count the kit uses when none is given, and where it came from.
 
     In order: `$MEGRAG_KIT_THREADS` (source `MEGRAG_KIT_THREADS`), `$OMP_NUM_THREADS` (source `OMP_NUM_THREADS`),
     else the cores nobody else is using, at least one: the cores this process may run on (`os.sched_getaffinity`) less
-    the 1-minute load average, rounded (source `free cores`, e.g. 2 on an idle 2-core machine, 1 beside another
-    CPU-bound job). Two threads on a core another job holds wait on each other at every parallel step: measured in
+    the busy ones, rounded (`busy_cores()`: a quarter second of `/proc/stat`; the 1-minute load average where that file
+    is missing) (source `free cores`, e.g. 2 on an idle 2-core machine, 1 beside another CPU-bound job). The load
+    average alone lags: right after a job ends it still counts that job, and the next command ran on one thread. Two threads on a core another job holds wait on each other at every parallel step: measured in
     `benchmarks/results/threads.md`. `ValueError` naming the variable when it is set to anything but an integer >= 1."""
     for var in (THREADS_ENV, "OMP_NUM_THREADS"):
         v = os.environ.get(var, "").strip()
@@ -125,7 +153,9 @@ def default_threads() -> tuple[int, str]:
         if n < 1: raise ValueError(f"${var} must be an integer >= 1, got {v!r}")
         return n, var
     cores = _cores()
-    return max(1, min(cores, cores - round(os.getloadavg()[0]))), "free cores"
+    busy = busy_cores()
+    if busy is None: busy = os.getloadavg()[0]
+    return max(1, min(cores, cores - round(busy))), "free cores"
 
 def set_threads(n: int | None = None) -> dict:
     """Use `n` CPU threads (default `default_threads()`) for every thread pool the kit drives; returns `thread_settings()`.
