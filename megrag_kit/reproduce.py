@@ -4,7 +4,7 @@
 
 # %% ../nbs/95_reproduce.ipynb #82de7f5b
 from __future__ import annotations
-import importlib, json, os, platform, re, sys, time
+import copy, importlib, json, os, platform, re, sys, time
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -63,8 +63,17 @@ PAPER = {
         # Tables A.5 / A.6: up to three rounds minus one round (R@5 points), questions entering rounds 2 and 3 (%), feedback tokens added (%)
         "rounds": {"2wikimultihopqa": dict(delta_r5=-0.20, feedback_tokens_pct=80), "hotpotqa": dict(delta_r5=-0.40, round2_pct=23.1, round3_pct=3.5, feedback_tokens_pct=37),
                    "musique": dict(delta_r5=2.47, round2_pct=70.7, round3_pct=28.8, feedback_tokens_pct=147)},
-        "sweeps_musique_beta": {0.25: dict(r5=70.47, c5=44.80), 0.75: dict(r5=74.18, c5=49.10)},          # Tables A.8-A.10 (text)
-        "growth_musique": {200: dict(r1=33.71, r5=76.46, r10=86.96, r20=89.92), 1000: dict(r1=30.67, r5=72.58, r10=80.54, r20=85.50)},   # Figure A.3
+        # Tables A.8-A.10 / Figure A.2 (their cells are not in the text): the grids, MuSiQue's beta ends, alpha's R@5 range, what it says of each
+        "sweep_grids": {"alpha": [0.25, 0.375, 0.5, 0.625, 0.75], "beta": [0.25, 0.375, 0.5, 0.625, 0.75], "k_r": [1, 2, 4, 8], "L": [1, 2, 3]},
+        "sweeps_musique_beta": {0.25: dict(r5=70.47, c5=44.80), 0.75: dict(r5=74.18, c5=49.10)},
+        "sweeps_alpha_r5_range": {"2wikimultihopqa": 0.12, "hotpotqa": 0.50, "musique": 1.45},
+        "sweeps_text": {"alpha": "R@5 range 0.12 (2Wiki), 0.50 (HotpotQA), 1.45 (MuSiQue) points",
+                        "beta": "wider range; MuSiQue 0.25 -> 0.75: R@5 70.47 -> 74.18, Chain@5 44.80 -> 49.10",
+                        "k_r": "1 -> 8: 2Wiki R@5 rises substantially, HotpotQA changes < 1 point, MuSiQue nearly flat",
+                        "L": "1 -> 3: R@5 rises on all three datasets, most on 2Wiki"},
+        # Figure A.3: MuSiQue, the full method on the first 200 questions as the index grows over 1,000 questions' paragraphs
+        "growth_musique": {200: dict(r1=33.71, r5=76.46, r10=86.96, r20=89.92), 1000: dict(r1=30.67, r5=72.58, r10=80.54, r20=85.50)},
+        "growth_musique_passages": [3254, 5833, 8064, 9842, 11656],
     },
 }
 
@@ -139,7 +148,7 @@ class Experiment:
     """One experiment notebook's run: `name` (the notebook's short name), `params` (the `COMMON_PARAMS` values),
     `configs` (`check_params`'s result). Folders `out/runs`, `out/tables`, `out/figures`, `out/results` are created.
 
-    `run(method, options, dataset=None, limit=None, llm=None)` -> `(summary, rows)`; `table(df, name, caption)`, `figure(fig, name, data)`
+    `run(method, options, dataset=None, limit=None, llm=None, passages=None)` -> `(summary, rows)`; `table(df, name, caption)`, `figure(fig, name, data)`
     save outputs; `finish()` writes the provenance record and returns it."""
     def __init__(self, name: str, params: dict, configs: dict | None = None):
         self.name, self.params, self.configs, self.t0 = name, dict(params), configs or {}, time.perf_counter()
@@ -160,26 +169,36 @@ class Experiment:
                                        openie_backend=p.get("openie_backend", "llm"), **kw)
         return self._res[key]
 
-    def run(self, method: str, options: dict | None = None, dataset: str | None = None, limit: int | None = None, llm: str | None = None):
+    def run(self, method: str, options: dict | None = None, dataset: str | None = None, limit: int | None = None, llm: str | None = None,
+            passages=None):
         """Answer the first `limit` (default: the notebook's) questions of `dataset` with `method` and `options`, with the
-        notebook's LLM or `llm` (a spec); `(summary, rows)`."""
+        notebook's LLM or `llm` (a spec); `(summary, rows)`. `passages` (passage ids, optional): search only these, through
+        a `RestrictedStore` over the dataset's one store (its vectors and extracted units are shared; the index-growth
+        experiment of the EviReform paper, Appendix); the run folder's key and manifest record them."""
         ds = dataset or self.params["dataset"]; lim = limit or self.params["limit"]
         res = self.resources(ds, llm)
+        if passages is not None:
+            from megrag_kit.evireform import restrict
+            passages = sorted({int(p) for p in passages}); res.store                 # the base store is built once and shared
+            res = restrict(copy.copy(res), passages)
         m = build_method(method, options or {}, res)
         # the loaded models' identities (their files' content, not their paths) join the key: a run folder made with
         # other weights is never resumed with these (RunMismatchError); a fresh clone finds the committed ones
         ids = [getattr(res, k).model_id for k, spec in (("llm", res.llm_spec), ("embedder", res.embedder_spec)) if spec is not None]
-        key = stable_hash([method, m.config.to_dict(), res.llm_spec, res.embedder_spec, self.params["seed"], ids])[:8]
+        key = stable_hash([method, m.config.to_dict(), res.llm_spec, res.embedder_spec, self.params["seed"], ids]
+                          + ([passages] if passages is not None else []))[:8]
         folder = self.out / "runs" / f"{ds}-{m.run_name()}-{key}"
         t0 = time.perf_counter()
         print(f"{self.name}: {m.run_name()} on {ds} (first {lim} questions) -> {folder}", flush=True)
         s = run_questions(m, res.dataset, folder, lim, self.params["batch_size"], seed=self.params["seed"], show_progress=False,
-                          manifest=dict(device=self.device, experiment=self.name))
+                          manifest=dict(device=self.device, experiment=self.name,
+                                        **({"index_passages": len(passages)} if passages is not None else {})))
         ids = [q.qid for q in (res.dataset.questions[:lim] if lim else res.dataset.questions)]
         rows = [r for r in read_predictions(folder / "predictions.jsonl") if r["id"] in set(ids) and not r.get("failed")]
         print(f"    F1 {s.get('f1', float('nan')):.2f} on {s['n']} questions, {time.perf_counter() - t0:.1f} s", flush=True)
         self.runs.append(dict(folder=str(folder), method=method, run_name=m.run_name(), dataset=ds, limit=lim, llm=res.llm_spec,
-                              params=m.config.to_dict(), summary={k: v for k, v in s.items() if k != "manifest"}))
+                              params=m.config.to_dict(), summary={k: v for k, v in s.items() if k != "manifest"},
+                              **({"index_passages": len(passages)} if passages is not None else {})))
         return s, rows
 
     def table(self, df, name: str, caption: str = "") -> list[Path]:
@@ -242,10 +261,11 @@ PROFILES = {
                  megrag={"n_p": 3, "budget": 2}, budgets=[1, 2], openie_backend="parser",
                  cara={"agents": 2, "t_max": 2, "show": 5, "neighbors_k": 5, "snippet_chars": 100, "causal_tokens_per_candidate": 12, "read": False},
                  limit_rounds=5, rounds_options={"pool_x": 6, "pool_r": 3, "read": False, "reorder_k": 20},
-                 limit_sweep=5, sweep_agents=[1, 2], sweep_t_max=[1, 3],
+                 limit_sweep=5, sweep_agents=[1, 2], sweep_t_max=[1, 3], growth_dataset="demo", growth_questions=30, limit_growth=3,
                  answer_options={"read": True, "bertscore": True, "faithfulness": True}, sweep_options={"read": True, "bertscore": True}),
     "paper": dict(dataset="2wikimultihopqa", table2_dataset="musique", table_datasets=["2wikimultihopqa", "hotpotqa", "musique"], limit=1000, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=32,
-                  limit_rounds=1000, limit_sweep=1000, sweep_agents=[1, 2, 3], sweep_t_max=[30, 150]),
+                  limit_rounds=1000, limit_sweep=1000, sweep_agents=[1, 2, 3], sweep_t_max=[30, 150],
+                  growth_dataset="musique", growth_questions=1000, limit_growth=None),
 }
 
 class ExperimentError(RuntimeError):

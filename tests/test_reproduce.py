@@ -61,7 +61,7 @@ def test_figures_are_images_with_the_expected_series(done):
     from PIL import Image
     out, d = done
     figs = sorted({Path(f).stem for f in d["megrag_figures"]["outputs"] + d["evireform_tables"]["outputs"] + d["cara_tables"]["outputs"] if f.endswith(".png")})
-    assert figs == ["cara_fig2_budget", "cara_variants", "evireform_coverage", "evireform_paired", "megrag_budget", "megrag_fig3_termination", "megrag_fig4_composition", "megrag_fig5_depth", "megrag_fig6_latency"]
+    assert figs == ["cara_fig2_budget", "cara_variants", "evireform_coverage", "evireform_growth", "evireform_paired", "evireform_sweeps", "megrag_budget", "megrag_fig3_termination", "megrag_fig4_composition", "megrag_fig5_depth", "megrag_fig6_latency"]
     for f in figs:
         with Image.open(out / "figures" / f"{f}.png") as im: im.verify(); assert im.format == "PNG"
         with Image.open(out / "figures" / f"{f}.png") as im: assert im.size[0] > 300 and im.size[1] > 200
@@ -70,6 +70,8 @@ def test_figures_are_images_with_the_expected_series(done):
               "megrag_budget": ["ours", "paper (MuSiQue)", "budget exhausted (%)"], "evireform_paired": ["ours: full minus control"],
               "cara_variants": ["Hit@1", "Recall@20", "MRR", "nodes examined", "n = 3 questions", "STaRK"],
               "evireform_coverage": ["ours (evireform)", "paper (2wikimultihopqa)", "final top 5", "n = 3 questions"],
+              "evireform_sweeps": ["alpha", "beta", "k_r", "L", "ours recall@5", "ours chain@5", "n = 2 questions", "paper: R@5 range 0.12 (2Wiki)"],
+              "evireform_growth": ["ours: dense", "ours: bm25", "ours: full", "paper: full, MuSiQue (200 q)", "55 p", "254 p", "n = 3 questions"],
               "cara_fig2_budget": ["ours, m = 1", "ours, m = 2", "MRR", "Hit@1", "T_max", "n = 2 questions per point"]}
     for f, want in series.items():
         text = _svg_text(out / "figures" / f"{f}.svg")
@@ -218,7 +220,7 @@ def test_evireform_rounds_tables_come_from_the_runs_made_there(done):
     from megrag_kit.metrics import paired_bootstrap
     out, _ = done
     rec = json.loads((out / "results" / "evireform_tables.json").read_text())
-    made = [r for r in rec["runs"] if str(out) in r["folder"]]
+    made = [r for r in rec["runs"] if str(out) in r["folder"]][:4]                  # then the sweeps' and index growth's runs
     assert [(r["params"]["variant"], r["params"]["rounds"]) for r in made] == [("full", 1), ("reorder", 1), ("full", 2), ("full", 3)]
     assert all(r["limit"] == 2 and r["dataset"] == "demo" and r["params"]["pool_x"] == 6 and not r["params"]["read"] for r in made)
     rows = {r["params"]["variant"] + str(r["params"]["rounds"]): read_predictions(Path(r["folder"]) / "predictions.jsonl") for r in made}
@@ -236,6 +238,57 @@ def test_evireform_rounds_tables_come_from_the_runs_made_there(done):
     assert t6.loc["reorder", "no round %"] == 100.0 and t6.loc["reorder", ["1 round %", "entered round 2 %"]].isna().all()
     assert t6.loc["up to 3 rounds", "paper feedback tokens added %"] == 80 and pd.isna(t6.loc["up to 3 rounds", "paper entered round 2 %"])
     assert "first 2 questions" in (out / "tables" / "evireform_rounds.md").read_text()
+
+
+def test_evireform_sweeps_come_from_one_run_per_setting(done):
+    "Tables A.8-A.10: one run per setting off the center (the center is the one-round run), means and paired differences from those folders."
+    import pandas as pd
+    from megrag_kit.metrics import paired_bootstrap
+    out, _ = done
+    rec = json.loads((out / "results" / "evireform_tables.json").read_text())
+    made = {r["folder"]: r for r in rec["runs"] if str(out) in r["folder"] and r["limit"] == 2 and "index_passages" not in r}
+    center = dict(alpha=0.5, beta=0.5, k_r=4, L=2)
+    params = {tuple(r["params"][k] for k in center): f for f, r in made.items() if r["params"]["variant"] == "full" and r["params"]["rounds"] == 1}
+    grid = {"alpha": [0.25, 0.375, 0.5, 0.625, 0.75], "beta": [0.25, 0.375, 0.5, 0.625, 0.75], "k_r": [1, 2, 4, 8], "L": [1, 2, 3]}
+    want = {tuple(v if k == p else center[k] for k in center) for p, vs in grid.items() for v in vs}
+    assert set(params) == want and len(want) == 14                    # 17 settings, the center four times: 14 runs
+    ts = pd.read_csv(out / "tables" / "evireform_sweeps.csv", dtype={"value": str})
+    assert ts[["parameter", "value"]].values.tolist() == [[p, str(v)] for p, vs in grid.items() for v in vs]
+    rows = lambda key: {r["id"]: r for r in read_predictions(Path(params[key]) / "predictions.jsonl")}
+    ref, k8 = rows(tuple(center.values())), rows((0.5, 0.5, 8, 2))
+    r8 = ts[(ts["parameter"] == "k_r") & (ts["value"] == "8")].iloc[0]
+    assert r8["recall@5"] == round(100 * float(np.mean([r["recall@5"] for r in k8.values()])), 2) and not r8["center"]
+    d = paired_bootstrap({q: 100 * r["chain@5"] for q, r in k8.items()}, {q: 100 * r["chain@5"] for q, r in ref.items()})
+    assert r8["chain@5 minus center"] == round(d["diff"], 2)
+    assert ts["center"].sum() == 4 and ts[ts["center"]]["recall@5 minus center"].isna().all()
+    assert ts["paper recall@5"].isna().all()                               # the paper's sweep numbers are MuSiQue's; the demo is 2Wiki
+    tr = pd.read_csv(out / "tables" / "evireform_sweep_ranges.csv").set_index("parameter")
+    assert tr.loc["alpha", "paper recall@5 range"] == 0.12 and pd.isna(tr.loc["beta", "paper recall@5 range"])
+    assert tr.loc["k_r", "recall@5 range"] == round(ts[ts["parameter"] == "k_r"]["recall@5"].max() - ts[ts["parameter"] == "k_r"]["recall@5"].min(), 2)
+
+
+def test_evireform_index_growth_searches_only_each_level(done):
+    "Figure A.3: one run per (level, variant) on the first questions of group 1; every passage a run ranked is in its level's index."
+    import pandas as pd
+    from megrag_kit.evireform import growth_levels
+    out, _ = done
+    rec = json.loads((out / "results" / "evireform_tables.json").read_text())
+    grown = [r for r in rec["runs"] if "index_passages" in r]
+    levels = growth_levels(load_dataset("demo"), 5)
+    assert [(r["index_passages"], r["params"]["variant"]) for r in grown] == [(lv["n_passages"], v) for lv in levels for v in ("dense", "bm25", "full")]
+    for r in grown:
+        lv = next(lv for lv in levels if lv["n_passages"] == r["index_passages"])
+        preds = read_predictions(Path(r["folder"]) / "predictions.jsonl")
+        assert [p["id"] for p in preds] == [q.qid for q in load_dataset("demo").questions[:3]]
+        assert all(set(p["retrieved"]) <= set(lv["passages"]) and p["retrieved"] for p in preds), r["folder"]
+        assert json.loads((Path(r["folder"]) / "run.json").read_text())["index_passages"] == lv["n_passages"]
+    tg = pd.read_csv(out / "tables" / "evireform_growth.csv")
+    assert tg["indexed passages"].tolist() == [lv["n_passages"] for lv in levels for _ in range(3)] == [55] * 3 + [110] * 3 + [166] * 3 + [215] * 3 + [254] * 3
+    full = tg[tg["variant"] == "full"].set_index("level")
+    assert full.loc[1, "paper recall@5"] == 76.46 and full.loc[5, "paper recall@10"] == 80.54 and full.loc[2:4, "paper recall@5"].isna().all()
+    assert tg[tg["variant"] != "full"]["paper recall@5"].isna().all()
+    last = read_predictions(Path(grown[-1]["folder"]) / "predictions.jsonl")
+    assert full.loc[5, "recall@10"] == round(100 * float(np.mean([p["recall@10"] for p in last])), 2)
 
 
 def test_cara_answer_table_and_budget_curve_come_from_the_runs(done):
@@ -285,11 +338,17 @@ def test_round_usage_and_budget_curve_on_hand_made_rows():
 def test_rounds_answers_and_budget_sections_with_the_real_models(tmp_path):
     "52's rounds runs and 53's Table 2 and budget sweep with SmolLM2-135M and MiniLM on one question: BERTScore (local MiniLM) is measured and the paper's Prime points are drawn."
     import pandas as pd
-    reproduce("demo", only=["evireform_tables"], params=dict(limit=1, limit_rounds=1, rounds_settings=[3]), out=tmp_path, progress=False)
+    reproduce("demo", only=["evireform_tables"], params=dict(limit=1, limit_rounds=1, rounds_settings=[3], limit_sweep=1, sweeps={"beta": [0.25, 0.5], "L": [1]},
+                                                              growth_groups=2, limit_growth=1, growth_variants=["dense", "full"]), out=tmp_path, progress=False)
     reproduce("demo", only=["cara_tables"], params=dict(limit=1, limit_sweep=1, sweep_agents=[1], sweep_t_max=[1, 2], variants=["full"], answer_variants=["full"]),
               out=tmp_path, progress=False)
     t6 = pd.read_csv(tmp_path / "tables" / "evireform_round_usage.csv").set_index("run")
     assert list(t6.index) == ["1 round", "reorder", "up to 3 rounds"] and t6["n"].tolist() == [1] * 3 and t6.loc["1 round", "1 round %"] == 100.0
+    ts = pd.read_csv(tmp_path / "tables" / "evireform_sweeps.csv", dtype={"value": str})
+    assert ts[["parameter", "value", "n"]].values.tolist() == [["beta", "0.25", 1], ["beta", "0.5", 1], ["L", "1", 1]] and ts["center"].tolist() == [False, True, False]
+    tg = pd.read_csv(tmp_path / "tables" / "evireform_growth.csv")
+    assert tg[["level", "variant", "n"]].values.tolist() == [[1, "dense", 1], [1, "full", 1], [2, "dense", 1], [2, "full", 1]]
+    assert tg["indexed passages"].tolist() == [128, 128, 254, 254] and tg["recall@20"].between(0, 100).all()
     t2 = pd.read_csv(tmp_path / "tables" / "cara_answers.csv")
     assert t2["BERTScore F1 n"].tolist() == [1] and 0 <= t2["BERTScore F1"].iloc[0] <= 100
     tb = pd.read_csv(tmp_path / "tables" / "cara_budget.csv")
@@ -321,6 +380,14 @@ def test_parameter_typos_fail_naming_the_valid_names(fake_env, tmp_path):
         reproduce("demo", only=["evireform_tables"], params={**FAKE, "rounds_settings": [4]}, out=tmp_path, progress=False)
     with pytest.raises(ExperimentError, match="evireform_tables failed: ValueError: rounds_options: \\['rounds'\\] are set per run"):
         reproduce("demo", only=["evireform_tables"], params={**FAKE, "rounds_options": {"rounds": 2}}, out=tmp_path, progress=False)
+    with pytest.raises(ExperimentError, match="evireform_tables failed: ConfigError: evireform: unknown parameter alpah; valid: "):
+        reproduce("demo", only=["evireform_tables"], params={**FAKE, "sweeps": {"alpah": [0.5]}}, out=tmp_path, progress=False)
+    with pytest.raises(ExperimentError, match="evireform_tables failed: ConfigError: evireform: variant must be one of"):
+        reproduce("demo", only=["evireform_tables"], params={**FAKE, "growth_variants": ["ful"]}, out=tmp_path, progress=False)
+    with pytest.raises(ExperimentError, match="evireform_tables failed: ValueError: limit_growth must be an int >= 1 or None, got 0"):
+        reproduce("demo", only=["evireform_tables"], params={**FAKE, "limit_growth": 0}, out=tmp_path, progress=False)
+    with pytest.raises(ExperimentError, match="evireform_tables failed: ValueError: sweeps: \\['pool_x'\\] cannot be swept here"):
+        reproduce("demo", only=["evireform_tables"], params={**FAKE, "sweeps": {"pool_x": [3]}}, out=tmp_path, progress=False)
     with pytest.raises(ExperimentError, match="cara_tables failed: ValueError: sweep_agents must be a list of distinct ints in 1..16, got \\[0, 2\\]"):
         reproduce("demo", only=["cara_tables"], params={**FAKE, "sweep_agents": [0, 2]}, out=tmp_path, progress=False)
     with pytest.raises(ExperimentError, match="cara_tables failed: ConfigError: cara: unknown parameter bertscor"):
