@@ -207,7 +207,8 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
               limit: int = typer.Option(None, min=1, help="override the profile's number of questions"),
               device: str = typer.Option(None, help="auto | cpu | cuda"),
               param: list[str] = typer.Option(None, help="a notebook parameter, name=value (JSON value or string; repeatable)"),
-              out: Path = typer.Option(None, help="output folder (default runs/reproduce-<profile>)")):
+              out: Path = typer.Option(None, help="output folder (default runs/reproduce-<profile>)"),
+              check: bool = typer.Option(False, "--check", help="validate the parameters only (each notebook's check cells); answer nothing")):
     """Regenerate the papers' tables and figures by executing the experiment notebooks with papermill.
 
     Prints each notebook as it starts, then where every table, figure and executed notebook went. Exit status 1
@@ -219,10 +220,11 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
         except json.JSONDecodeError: extra[k] = v
     for k, v in (("llm", llm), ("embedder", embedder), ("limit", limit), ("device", device)):
         if v is not None: extra[k] = v
-    try: done = run_all(profile, only or None, extra, out)
+    try: done = run_all(profile, only or None, extra, out, check=check)
     except ValueError as e: raise typer.BadParameter(str(e))
     except ExperimentError as e: typer.echo(f"Error: {e}", err=True); raise typer.Exit(1)
     for n, d in done.items():
+        if check: typer.echo(f"{n}: parameters valid ({d['wall_s']} s)"); continue
         typer.echo(f"{n} ({d['wall_s']} s): executed notebook {d['notebook']}")
         for f in d["outputs"]: typer.echo(f"    {f}")
 
@@ -279,9 +281,9 @@ def _need_ray():
 @scale_app.command("extract")
 @friendly
 def scale_extract(dataset: str = typer.Option("demo", help=f"{' | '.join(DATASETS)} | questions.json[:corpus.json]"),
-                  view: str = typer.Option("triple", help="triple | proposition (EviReform's view; needs an LLM)"),
+                  view: str = typer.Option("triple", help="triple | proposition (EviReform's view)"),
                   llm: str = typer.Option("smollm2-135m", help="smollm2-135m | hf:/path | SPEC@llamacpp (each worker loads it) | openai:URL#MODEL (every worker calls that server)"),
-                  openie_backend: str = typer.Option("llm", help="who fills the triple view: llm | parser (spaCy rules, no LLM)"),
+                  openie_backend: str = typer.Option("llm", help="who fills the view: llm | parser (spaCy rules, no LLM)"),
                   llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable; see run)"),
                   device: str = typer.Option("auto", help="auto | cpu | cuda (each worker resolves it)"),
                   workers: int = typer.Option(2, min=1, help="tasks in flight (the CPUs of a local Ray instance)"),

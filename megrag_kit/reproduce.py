@@ -286,13 +286,31 @@ def notebook_params(path) -> dict:
     if not ps: raise ValueError(f"{path} has no cell tagged parameters")
     return {k: v["default"] for k, v in ps.items()}
 
+def _check_notebook(pm, src, params: dict, root, kernel: str, name: str) -> float:
+    "Run `src`'s untagged code cells (parameters and checks) with `params` injected, in a temporary folder; seconds taken."
+    import tempfile, nbformat
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="megrag-check-") as tmp:
+        dest = Path(tmp) / src.name
+        pm.execute_notebook(str(src), str(dest), parameters={**params, "out": str(Path(tmp) / "out")}, prepare_only=True)
+        nb = nbformat.read(dest, as_version=4)
+        nb.cells = [c for c in nb.cells if c.cell_type == "code" and not c.source.lstrip().startswith("#| slow")]
+        nbformat.write(nb, dest)
+        try: pm.execute_notebook(str(dest), str(dest), cwd=str(root), kernel_name=kernel, progress_bar=False)
+        except pm.PapermillExecutionError as e:
+            raise ExperimentError(f"{name} failed its parameter check: {e.ename}: {e.evalue}") from None
+    return round(time.perf_counter() - t0, 1)
+
 def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict | None = None, out=None,
-              progress: bool = True, kernel: str = "python3") -> dict:
+              progress: bool = True, kernel: str = "python3", check: bool = False) -> dict:
     """Execute the experiment notebooks (`EXPERIMENTS`, or the names in `only`) with papermill under `profile`'s
     parameters updated by `params`; returns `{name: {"notebook": executed path, "outputs": [paths], "wall_s": s}}`.
 
-    `ValueError` for an unknown profile, experiment name or parameter (naming the valid ones); a notebook that fails
-    raises `ExperimentError` naming the error and its executed copy (kept, up to the failing cell)."""
+    `check=True` answers nothing: each notebook runs only its parameters and check cells (the code cells not tagged
+    `#| slow`), in a temporary folder, so a profile's parameters (e.g. `paper`'s, meant for a GPU) are validated in
+    seconds before hours of runs; `notebook` is then `None` and `outputs` empty. `ValueError` for an unknown profile,
+    experiment name or parameter (naming the valid ones); a notebook that fails raises `ExperimentError` naming the
+    error and its executed copy (kept, up to the failing cell)."""
     import papermill as pm
     if profile not in PROFILES: raise ValueError(f"unknown profile {profile!r}; one of {list(PROFILES)}")
     names = list(only or EXPERIMENTS)
@@ -309,9 +327,13 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
         if unknown: raise ValueError(f"{n}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; valid: {', '.join(declared)}")
         p = {k: v for k, v in given.items() if k in declared}
         p["out"] = str(out)
+        t0 = time.perf_counter()
+        if check:
+            done[n] = dict(notebook=None, outputs=[], wall_s=_check_notebook(pm, src, p, root, kernel, n))
+            if progress: print(f"[{i}/{len(names)}] {n}: parameters valid ({done[n]['wall_s']} s)", flush=True)
+            continue
         dest = out / "notebooks" / EXPERIMENTS[n]; dest.parent.mkdir(parents=True, exist_ok=True)
         if progress: print(f"[{i}/{len(names)}] {n}: {src.name} -> {dest}", flush=True)
-        t0 = time.perf_counter()
         try: pm.execute_notebook(str(src), str(dest), parameters=p, cwd=str(root), kernel_name=kernel, progress_bar=progress, log_output=progress)
         except pm.PapermillExecutionError as e:
             raise ExperimentError(f"{n} failed: {e.ename}: {e.evalue} (the executed notebook, up to the failing cell: {dest})") from None

@@ -127,8 +127,8 @@ def extract_on_ray(dataset: Dataset | str, view: str = "triple", llm: str | None
                    gpus_per_task: float = 0, timeout_s: float | None = None, data_dir=None, show_progress: bool = True) -> dict:
     """Fill an extracted view of `dataset`'s evidence store with Ray tasks; the driver appends every record.
 
-    `view`: `triple` (OpenIE by `llm`, or by spaCy rules with `openie_backend='parser'`) or `proposition`
-    (EviReform's view, by `llm`); `llm`: a model spec (`smollm2-135m`, `hf:/path`, `X@llamacpp`: each worker loads
+    `view`: `triple` (OpenIE) or `proposition` (EviReform's view), each by `llm`, or by spaCy rules with
+    `openie_backend='parser'` (`ParserOpenIE`, `ParserPropositions`; no LLM is loaded); `llm`: a model spec (`smollm2-135m`, `hf:/path`, `X@llamacpp`: each worker loads
     it; `openai:URL#MODEL`: every worker calls that server); `pids`: the passages to do (default: the whole corpus),
     those already in the file skipped; `chunk`: passages per task (rounded up to whole batches of the view);
     `workers`: tasks in flight (and the CPUs of a local instance); `store_root`: the store folder (default the
@@ -141,14 +141,13 @@ def extract_on_ray(dataset: Dataset | str, view: str = "triple", llm: str | None
     unknown view or backend, `ImportError` without ray."""
     if view not in ("triple", "proposition"): raise ValueError(f"view must be triple|proposition, got {view!r}")
     if openie_backend not in ("llm", "parser"): raise ValueError(f"openie_backend must be llm|parser, got {openie_backend!r}")
-    if view == "proposition" and openie_backend == "parser": raise ValueError("the proposition view has no parser backend: it needs an LLM")
-    if llm is None and not (view == "triple" and openie_backend == "parser"): raise ValueError(f"an LLM is needed for the {view} view")
+    if llm is None and openie_backend != "parser": raise ValueError(f"an LLM is needed for the {view} view (or openie_backend='parser')")
     ray = require_ray()
     t0, ds = time.perf_counter(), _as_dataset(dataset, data_dir)
     root = Path(store_root) if store_root else Resources(ds, None, None).store.root
     started = init_ray(address, workers)
     try:
-        job = dict(dataset=ray.put(ds), llm=None if openie_backend == "parser" and view == "triple" else llm, embedder=None,
+        job = dict(dataset=ray.put(ds), llm=None if openie_backend == "parser" else llm, embedder=None,
                    device=device, cache=cache, openie_backend=openie_backend, llm_options=llm_options, store_root=str(root),
                    view=view, view_batch=view_batch, openie_batch=openie_batch)
         describe, extract = _tasks(ray, _remote_describe, cpus_per_task, gpus_per_task), _tasks(ray, _remote_extract, cpus_per_task, gpus_per_task)

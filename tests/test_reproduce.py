@@ -364,6 +364,19 @@ def test_a_second_reproduction_reuses_the_runs(done, fake_env):
     assert after == before                                          # nothing answered again
 
 
+def test_check_validates_the_paper_profile_without_answering(tmp_path):
+    "`reproduce --check` runs each notebook's parameter and check cells only: the paper profile (meant for a GPU) is valid, and a bad value fails naming it."
+    d = reproduce("paper", check=True, out=tmp_path, progress=False)
+    assert set(d) == set(EXPERIMENTS) and all(v["notebook"] is None and v["outputs"] == [] for v in d.values())
+    assert list(tmp_path.iterdir()) == []                                             # nothing answered, nothing written
+    with pytest.raises(ExperimentError, match="evireform_tables failed its parameter check: ValueError: limit_growth must be an int >= 1 or None, got 0"):
+        reproduce("paper", only=["evireform_tables"], params={"limit_growth": 0}, check=True, out=tmp_path, progress=False)
+    r = CliRunner().invoke(app, ["reproduce", "--profile", "paper", "--check", "--only", "cara_tables", "--out", str(tmp_path)])
+    assert r.exit_code == 0 and "cara_tables: parameters valid" in r.output, r.output
+    r = CliRunner().invoke(app, ["reproduce", "--check", "--only", "cara_tables", "--param", "sweep_agents=[0]", "--out", str(tmp_path)])
+    assert r.exit_code == 1 and "sweep_agents must be a list of distinct ints in 1..16, got [0]" in r.output, r.output
+
+
 def test_parameter_typos_fail_naming_the_valid_names(fake_env, tmp_path):
     with pytest.raises(ValueError, match="megrag_tables: unknown parameter limt; valid: dataset, table2_dataset, table_datasets, limit"):
         reproduce("demo", only=["megrag_tables"], params={"limt": 2}, out=tmp_path)

@@ -72,6 +72,24 @@ def test_parser_triples_on_ray_equal_the_single_process_eager_build(local_ray, t
 
 
 @needs_ray
+@needs_spacy
+def test_parser_propositions_on_ray_equal_the_single_process_eager_build(local_ray, tmp_path):
+    "EviReform's proposition view by the parser (no LLM) on 2 Ray workers: the records of a single-process eager build, byte for byte."
+    from megrag_kit.evireform import proposition_view
+    from megrag_kit.scale import extract_on_ray
+    ds = load_dataset("demo")
+    n = len(ds.corpus)
+    single = EvidenceStore(ds, root=tmp_path / "single", openie_backend="parser", show_progress=False)
+    view = proposition_view(single, "eager")
+    view.extract(range(n))
+    rep = extract_on_ray(ds, "proposition", None, "parser", workers=2, chunk=64, store_root=tmp_path / "ray", show_progress=False, timeout_s=600)
+    b = tmp_path / "ray" / "propositions" / view.path.name
+    assert rep["path"] == str(b) and (rep["done"], rep["skipped"], rep["failed"]) == (n, 0, len(view.failures))
+    assert sorted(view.path.read_text().splitlines()) == sorted(b.read_text().splitlines())
+    assert sum(len(r["propositions"]) for r in by_pid(b).values()) > n       # the parser finds propositions in most passages
+
+
+@needs_ray
 @pytest.mark.slow
 def test_grid_on_ray_gives_the_single_process_predictions(local_ray, tmp_path):
     "native_rag and direct on 20 demo questions, LLM cache off (every answer generated anew), seed 0."
