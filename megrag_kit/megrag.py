@@ -24,7 +24,7 @@ __all__ = ['COMPOSITIONS', 'VARIANTS', 'SUFFICIENCY_SCHEMA', 'TEXT_PATTERN', 'NO
            'Node', 'EvidenceGraph', 'evidence_lines', 'graph_summary', 'node_schema', 'sufficiency_prompt',
            'example_graph', 'system_text', 'node_prompt', 'node_errors', 'coerce_node', 'forced_continue',
            'resolver_context', 'relation_bank', 'shuffled_relation', 'MEGRAG', 'candidate_lines', 'single_schema',
-           'single_prompt', 'select_units', 'question_composition', 'megrag_summary']
+           'single_prompt', 'select_units', 'question_composition', 'composition_by_step', 'megrag_summary']
 
 # %% ../nbs/10_megrag.ipynb #929b6c87
 COMPOSITIONS = {"T": ("triples",), "T+S": ("triples", "sentences"), "T+S+P": ("triples", "sentences", "passages"),
@@ -714,6 +714,19 @@ def _shares(values) -> dict:
     "`{value: % of the items}` (rounded to 0.1), values sorted."
     c = Counter(values); t = sum(c.values())
     return {k: round(100 * v / t, 1) for k, v in sorted(c.items())} if t else {}
+
+def composition_by_step(rows: list[dict]) -> dict[int, dict]:
+    """Hop by hop, the evidence composition the policy settled on (MEGRAG paper, Section 3, the fine-to-coarse order
+    `T -> T+S -> T+S+P`; Figure 4 counts the same per question): `{step: {"n": nodes at that step, composition: % of
+    them}}`, steps from 1, over prediction rows with `compositions` (one name per node, in step order). Where Figure 4
+    asks which questions ever needed richer evidence, this asks at which hop: it shows whether later hops need more
+    context than the first. `ValueError` naming the row for a composition outside `COMPOSITIONS`."""
+    by = {}
+    for r in rows:
+        for i, c in enumerate(r.get("compositions") or [], 1):
+            if c not in COMPOSITIONS: raise ValueError(f"composition_by_step: row {r.get('id', '?')}, step {i}: unknown composition {c!r}; one of {list(COMPOSITIONS)}")
+            by.setdefault(i, []).append(c)
+    return {i: {"n": len(cs), **_shares(cs)} for i, cs in sorted(by.items())}
 
 def megrag_summary(rows: list[dict]) -> dict:
     """MEGRAG's summary fields over prediction rows: `mean_steps`, `stop_step` (questions per stop step, budget-exhausted

@@ -61,12 +61,12 @@ def test_figures_are_images_with_the_expected_series(done):
     from PIL import Image
     out, d = done
     figs = sorted({Path(f).stem for f in d["megrag_figures"]["outputs"] + d["evireform_tables"]["outputs"] + d["cara_tables"]["outputs"] if f.endswith(".png")})
-    assert figs == ["cara_fig2_budget", "cara_variants", "evireform_coverage", "evireform_growth", "evireform_paired", "evireform_sweeps", "megrag_budget", "megrag_fig3_termination", "megrag_fig4_composition", "megrag_fig5_depth", "megrag_fig6_latency"]
+    assert figs == ["cara_fig2_budget", "cara_variants", "evireform_coverage", "evireform_growth", "evireform_paired", "evireform_sweeps", "megrag_budget", "megrag_fig3_termination", "megrag_fig4_composition", "megrag_fig5_depth", "megrag_fig6_latency", "megrag_granularity_by_step"]
     for f in figs:
         with Image.open(out / "figures" / f"{f}.png") as im: im.verify(); assert im.format == "PNG"
         with Image.open(out / "figures" / f"{f}.png") as im: assert im.size[0] > 300 and im.size[1] > 200
     series = {"megrag_fig3_termination": ["ours", "paper", "n = 3 questions"], "megrag_fig4_composition": ["T+S+P", "T+S", "n = 3 questions"],
-              "megrag_fig5_depth": ["F1 (ours)", "mean steps (ours)"], "megrag_fig6_latency": ["direct", "native_rag", "megrag", "megrag (paper)"],
+              "megrag_fig5_depth": ["F1 (ours)", "mean steps (ours)"], "megrag_granularity_by_step": ["step 1", "T+S+P", "n = 3 questions"], "megrag_fig6_latency": ["direct", "native_rag", "megrag", "megrag (paper)"],
               "megrag_budget": ["ours", "paper (MuSiQue)", "budget exhausted (%)"], "evireform_paired": ["ours: full minus control"],
               "cara_variants": ["Hit@1", "Recall@20", "MRR", "nodes examined", "n = 3 questions", "STaRK"],
               "evireform_coverage": ["ours (evireform)", "paper (2wikimultihopqa)", "final top 5", "n = 3 questions"],
@@ -93,6 +93,10 @@ def test_figure_numbers_come_from_the_runs(done):
     ours = data[(data.panel == "right") & (data.source == "ours")].set_index("measure")["value"].to_dict()
     s = savings(rows, fixed)
     assert ours == pytest.approx({k: s[k] for k in ("calls saved %", "tokens saved %", "delta F1")})
+    from megrag_kit.megrag import composition_by_step                    # the hop-by-hop granularity figure: the same rows, per step
+    dh, hop = pd.read_csv(out / "figures" / "megrag_granularity_by_step.csv"), composition_by_step(rows)
+    assert {(int(r["step"]), r["composition"]): (int(r["n"]), r["% of nodes"]) for _, r in dh.iterrows()} == \
+        {(i, c): (v["n"], v.get(c, 0.0)) for i, v in hop.items() for c in ("T", "T+S", "T+S+P")} and hop[1]["n"] == 3
 
 
 def test_megrag_table1_has_the_iterative_baselines_and_says_the_student_was_not_run(done):
