@@ -63,8 +63,7 @@ PAPER = {
         # Tables A.5 / A.6: up to three rounds minus one round (R@5 points), questions entering rounds 2 and 3 (%), feedback tokens added (%)
         "rounds": {"2wikimultihopqa": dict(delta_r5=-0.20, feedback_tokens_pct=80), "hotpotqa": dict(delta_r5=-0.40, round2_pct=23.1, round3_pct=3.5, feedback_tokens_pct=37),
                    "musique": dict(delta_r5=2.47, round2_pct=70.7, round3_pct=28.8, feedback_tokens_pct=147)},
-        # Tables A.8-A.10 / Figure A.2 (their cells are not in the text): the grids, MuSiQue's beta ends, alpha's R@5 range, what it says of each
-        "sweep_grids": {"alpha": [0.25, 0.375, 0.5, 0.625, 0.75], "beta": [0.25, 0.375, 0.5, 0.625, 0.75], "k_r": [1, 2, 4, 8], "L": [1, 2, 3]},
+        # Tables A.8-A.10 / Figure A.2 (their cells are not in the text; its grids are 52's `sweeps` default): MuSiQue's beta ends, alpha's R@5 range, what it says of each
         "sweeps_musique_beta": {0.25: dict(r5=70.47, c5=44.80), 0.75: dict(r5=74.18, c5=49.10)},
         "sweeps_alpha_r5_range": {"2wikimultihopqa": 0.12, "hotpotqa": 0.50, "musique": 1.45},
         "sweeps_text": {"alpha": "R@5 range 0.12 (2Wiki), 0.50 (HotpotQA), 1.45 (MuSiQue) points",
