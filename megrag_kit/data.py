@@ -199,6 +199,10 @@ def _triples(ev, file, r) -> list[list[str]] | None:
             raise DataError("evidence must be [subject, relation, object] strings", file=file, record=r, field=f"evidences[{j}]")
     return ev
 
+def _idx(v) -> int | None:
+    "A paragraph index as an int (`None` for anything that is not an integer)."
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
 def _parse_question(rec, file, i):
     _object(rec, file, i)
     key = next((k for k in ("id", "_id", "_1") if rec.get(k) is not None), None)
@@ -210,7 +214,7 @@ def _parse_question(rec, file, i):
     q = Question(qid, _text(rec.get("question"), file, r, "question"), _answers(rec, file, r))
     t = rec.get("type")
     if t is not None and not isinstance(t, str): raise DataError(f"expected a string, got {_kind(t)}", file=file, record=r, field="type")
-    contexts, gold_titles = [], []
+    contexts, gold_titles, pos = [], [], {}
     if rec.get("paragraphs") is not None:
         for j, p in enumerate(_list(rec["paragraphs"], file, r, "paragraphs")):
             f = f"paragraphs[{j}]"
@@ -220,13 +224,15 @@ def _parse_question(rec, file, i):
             sup = p.get("is_supporting", False)
             if not isinstance(sup, bool): raise DataError(f"expected true or false, got {sup!r}", file=file, record=r, field=f"{f}.is_supporting")
             if sup and not text.strip(): raise DataError("gold passage is empty", file=file, record=r, field=f"{f}.{tkey}")
+            if p.get("idx") is not None and _idx(p["idx"]) is None:
+                raise DataError(f"expected an integer, got {_kind(p['idx'])}", file=file, record=r, field=f"{f}.idx")
+            pos[_idx(p.get("idx", j))] = j                        # MuSiQue hops name their paragraph by `idx`
             contexts.append((title, text, sup))
         gold_titles = list(dict.fromkeys(t for t, _, g in contexts if g))
         dec = rec.get("question_decomposition")
         if dec is not None and not (isinstance(dec, list) and all(isinstance(d, dict) for d in dec)):
             raise DataError("expected a list of objects", file=file, record=r, field="question_decomposition")
-        pos = {p.get("idx", j): j for j, p in enumerate(rec["paragraphs"])}   # MuSiQue hops name paragraphs by `idx`
-        q.decomposition = None if dec is None else [{**d, "support_pos": pos.get(d.get("paragraph_support_idx"))} for d in dec]
+        q.decomposition = None if dec is None else [{**d, "support_pos": pos.get(_idx(d.get("paragraph_support_idx")))} for d in dec]
         q.qtype = t or (qid.split("__")[0] if "__" in qid else None)
     elif rec.get("context") is not None:
         ctx = _contexts(rec["context"], file, r)
