@@ -19,7 +19,7 @@ from .report import report as report_md
 # %% auto #0
 __all__ = ['app', 'FRIENDLY_ERRORS', 'STORE_OPTIONS', 'distill_app', 'scale_app', 'friendly', 'parse_options', 'parse_sets',
            'run', 'methods', 'index', 'compare', 'report', 'datasets', 'main', 'reproduce', 'distill_collect',
-           'distill_train', 'scale_extract', 'scale_grid']
+           'distill_train', 'scale_extract', 'scale_grid', 'explore']
 
 # %% ../nbs/99_cli.ipynb #2f3ec467
 app = typer.Typer(add_completion=False, help="megrag_kit: multi-hop RAG methods (MEGRAG, EviReform, CARA) and baselines.",
@@ -347,3 +347,19 @@ def scale_grid(method: list[str] = typer.Option(..., help="a registered method (
         typer.echo(f"{c['state']:8s} {c['out']}" + (f"  n={s['n']} f1={s.get('f1')} em={s.get('em')}" if s else "") + (f"  {c['error']}" if c.get("error") else ""))
     if any(c["state"] == "error" for c in cells): raise typer.Exit(1)
 
+
+# %% ../nbs/99_cli.ipynb #6c85ae2d
+@app.command()
+@friendly
+def explore(run: Path = typer.Argument(..., help="a run folder (megrag-kit run ... --out RUN)"),
+            html: Path = typer.Option(None, "--html", help="the page to write (default RUN/explorer.html)")):
+    """Write a kernel-free HTML explorer of run folder RUN: pick a question, see its evidence graph (nodes with their
+    evidence units by granularity, gold passages starred, the relation on each edge, STOP). Exit status 1 when RUN
+    has no predictions."""
+    from megrag_kit.viz import RunView, explore_html
+    if not (run / "predictions.jsonl").exists(): raise FileNotFoundError(f"{run}: no predictions.jsonl (not a run folder)")
+    view = RunView(run)
+    out = html or run / "explorer.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(explore_html(view), encoding="utf-8")
+    typer.echo(f"wrote {out}: {len(view)} questions of {view.name}" + ("" if view.passages is not None else " (corpus not found: units listed without their passages)"))

@@ -10,7 +10,8 @@ from .core import DataError, Passage, parse_unit_id
 from .runner import read_predictions
 
 # %% auto #0
-__all__ = ['CSS', 'steps', 'unit_spans', 'highlight', 'node_html', 'RunView', 'compare_html', 'Explorer', 'run_page']
+__all__ = ['CSS', 'GRANULARITY', 'steps', 'unit_spans', 'highlight', 'node_html', 'RunView', 'compare_html', 'graph_svg',
+           'explore_html', 'Explorer', 'run_page']
 
 # %% ../nbs/92_viz.ipynb #1fde30cd
 def _units(ev) -> list[tuple[str, str]]:
@@ -154,10 +155,128 @@ def compare_html(a: RunView, b: RunView, q, step: int | None = None) -> str:
     qid = a.row(q)["id"]
     return f'<div class="mk-side"><div>{a.question_html(qid, step)}</div><div>{b.question_html(qid, step)}</div></div>'
 
+# %% ../nbs/92_viz.ipynb #8e41f060
+GRANULARITY = {"t": ("T", "triple", "#e0a800"), "s": ("S", "sentence", "#3f9b47"), "p": ("P", "passage", "#3b78c2"),
+               "x": ("X", "proposition", "#b05aa8")}
+
+def _wrap(text: str, width: int) -> list[str]:
+    import textwrap
+    return textwrap.wrap(str(text), width) or [""]
+
+def _t(x, y, s, cls="", extra="") -> str:
+    return f'<text x="{x}" y="{y}"{f" class={chr(34)}{cls}{chr(34)}" if cls else ""}{extra}>{html.escape(s)}</text>'
+
+def graph_svg(row: dict, passages=None, width: int = 820) -> str:
+    """The evidence graph of one prediction row as an SVG picture (a string, no script): the question on top, then
+    one box per node `v_i` of `steps(row)` with its query `q_i`, composition and each selected evidence unit as a
+    coloured line at its granularity (T triple, S sentence, P passage, X proposition; the legend names them), a
+    unit whose passage is a gold passage of the row starred and outlined, the intermediate answer `b_i`; an arrow
+    from each node to the next labelled with the transition relation `r_i`, and an arrow from the last node to a
+    STOP box with the final answer (or "budget spent" when the last node did not stop). `passages` (corpus list or
+    `{pid: Passage}`) gives passage units their titles. `width` in pixels; the height follows the content."""
+    nodes, gold = steps(row), set(row.get("gold_pids") or [])
+    cw = max(40, (width - 70) // 7)                      # characters per line at the 12 px font
+    out, y = [], 14
+    legend = [(k, v) for k, v in GRANULARITY.items()]
+    x = 10
+    for k, (letter, name, col) in legend:
+        out.append(f'<rect x="{x}" y="{y - 10}" width="14" height="14" rx="3" fill="{col}"/>'
+                   + _t(x + 3, y + 1, letter, "mkg-l") + _t(x + 18, y + 1, name, "mkg-s"))
+        x += 30 + 7 * len(name)
+    out.append(_t(x, y + 1, "★ unit of a gold passage", "mkg-s mkg-gold")); y += 24
+    for line in _wrap("Q: " + row["question"], cw): out.append(_t(10, y, line, "mkg-q")); y += 16
+    ans = ", ".join(row.get("gold_answers", [])[:3])
+    out.append(_t(10, y, f"gold answer: {ans} · prediction: {row.get('prediction', '')}", "mkg-s")); y += 14
+    for i, n in enumerate(nodes):
+        y += 8; top = y; body = []
+        yy = y + 18
+        for j, line in enumerate(_wrap(f"v{n['step']} [{n['composition']}]  q{n['step']}: {n['query']}", cw - 2)):
+            body.append(_t(20, yy, line, "mkg-h" if j == 0 else "mkg-q")); yy += 16
+        for uid, text in n["evidence"]:
+            kind, pid = parse_unit_id(uid)[:2]
+            letter, name, col = GRANULARITY.get(kind, ("?", kind, "#888"))
+            if not text and passages is not None:
+                try: text = passages[pid].title
+                except (KeyError, IndexError, TypeError): pass
+            g = pid in gold
+            label = f"{'★ ' if g else ''}{uid} {text}"
+            short = label if len(label) <= cw - 6 else label[:cw - 7] + "…"
+            body.append(f'<g class="mkg-u{" mkg-goldu" if g else ""}"><title>{html.escape(f"{name} {uid}: {text}")}</title>'
+                        f'<rect x="20" y="{yy - 11}" width="{width - 60}" height="15" rx="3" fill="{col}" fill-opacity=".18" '
+                        f'stroke="{"#b8860b" if g else col}" stroke-width="{2 if g else .6}"/>'
+                        f'<rect x="20" y="{yy - 11}" width="14" height="15" rx="3" fill="{col}"/>'
+                        + _t(24, yy, letter, "mkg-l") + _t(40, yy, short, "mkg-s") + "</g>")
+            yy += 18
+        if not n["evidence"]: body.append(_t(20, yy, "(no evidence selected)", "mkg-s")); yy += 16
+        if n["answer"]:
+            for line in _wrap(f"b{n['step']}: {n['answer']}", cw - 2): body.append(_t(20, yy, line, "mkg-b")); yy += 16
+        h = yy - top
+        out.append(f'<g class="mkg-node" data-step="{n["step"]}"><rect x="10" y="{top}" width="{width - 40}" height="{h}" rx="8" '
+                   f'fill="#f7f9fc" stroke="#667" stroke-width="1.2"/>' + "".join(body) + "</g>")
+        y = yy
+        last = i == len(nodes) - 1
+        rel = ("stop" if n["stop"] else "budget spent") if last else (n["relation"] or "(no relation)")
+        lines = _wrap(("r: " if not last else "") + rel, cw - 10)[:3]
+        ah = 20 + 14 * len(lines)
+        out.append(f'<g class="mkg-edge"><line x1="40" y1="{y}" x2="40" y2="{y + ah - 8}" stroke="#445" stroke-width="1.6"/>'
+                   f'<path d="M34,{y + ah - 9} L46,{y + ah - 9} L40,{y + ah + 1} z" fill="#445"/>' + "".join(_t(52, y + 16 + 14 * k, l, "mkg-r") for k, l in enumerate(lines)) + "</g>")
+        y += ah + 2
+    final = row.get("prediction", "") if not nodes else (nodes[-1]["final"] or row.get("prediction", ""))
+    stop_lines = _wrap(f"STOP · answer: {final or '(none)'}", cw - 4)
+    sh = 10 + 16 * len(stop_lines)
+    out.append(f'<g class="mkg-stop"><rect x="10" y="{y}" width="{width - 40}" height="{sh}" rx="{sh // 2}" fill="#fde8e6" '
+               f'stroke="#c0392b" stroke-width="1.4"/>' + "".join(_t(24, y + 17 + 16 * k, l, "mkg-h") for k, l in enumerate(stop_lines))
+               + "</g>")
+    y += sh + 8
+    style = ("<style>.mkg text{font-family:Helvetica,Arial,sans-serif;font-size:12px;fill:#222}.mkg .mkg-h{font-weight:bold}"
+             ".mkg .mkg-q{font-size:13px}.mkg .mkg-l{font-weight:bold;fill:#fff;font-size:11px}.mkg .mkg-r{fill:#555;font-style:italic}"
+             ".mkg .mkg-b{fill:#1d5e2a}.mkg .mkg-gold{fill:#8a6d00;font-weight:bold}</style>")
+    return (f'<svg class="mkg" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y}" viewBox="0 0 {width} {y}" '
+            f'role="img" aria-label="evidence graph">{style}' + "".join(out) + "</svg>")
+
+# %% ../nbs/92_viz.ipynb #78ea4dc2
+_EXPLORE_JS = """
+(function(){
+  var pick = document.getElementById('mkg-pick'), qs = document.querySelectorAll('.mkg-question');
+  function show(i){ qs.forEach(function(d){ d.hidden = d.dataset.i !== String(i); });
+    document.getElementById('mkg-count').textContent = (Number(i) + 1) + ' of ' + qs.length; }
+  pick.addEventListener('change', function(){ show(pick.value); history.replaceState(null, '', '#q' + pick.value); });
+  var m = /^#q(\\d+)$/.exec(location.hash); if (m && m[1] < qs.length) pick.value = m[1];
+  show(pick.value);
+})();
+"""
+
+def explore_html(run, dataset=None, title: str | None = None, width: int = 820) -> str:
+    """A kernel-free HTML page over every question of run folder `run` (a path or a `RunView`; `dataset` as for
+    `RunView`): a question picker (a `<select>`; the page's own few lines of script show the picked question, and
+    `#qN` in the address opens question N, 0-based), and for each question its evidence graph (`graph_svg`) with
+    the node-by-node view of `RunView.question_html` folded beneath it. No script or style is fetched from
+    anywhere: the page is one file that opens from disk."""
+    v = run if isinstance(run, RunView) else RunView(run, dataset)
+    title = title or f"megrag_kit explorer: {v.name}"
+    opts, blocks = [], []
+    for i, r in enumerate(v.rows):
+        mark = "✓" if r.get("f1", 0) > 0 else "✗"
+        opts.append(f'<option value="{i}">{i + 1}. {mark} {html.escape(r["question"])}</option>')
+        blocks.append(f'<section class="mkg-question" data-i="{i}" data-qid="{html.escape(str(r["id"]))}"{"" if i == 0 else " hidden"}>'
+                      + graph_svg(r, v.passages, width)
+                      + f'<details><summary>node by node, evidence marked in its passages</summary>{v.question_html(i)}</details>'
+                      + "</section>")
+    head = ("<style>body{font-family:Helvetica,Arial,sans-serif;margin:1em 2em;color:#222}#mkg-pick{max-width:100%;font-size:14px}"
+            "details{margin:.6em 0}summary{cursor:pointer;color:#345}</style>")
+    m = v.manifest
+    about = (f'{html.escape(str(m.get("method", "?")))} on {html.escape(str(m.get("dataset", "?")))}, '
+             f'{len(v)} questions, LLM {html.escape(str(m.get("llm", "?")))} (✓: F1 above 0)')
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>{CSS}{head}</head><body>'
+            f'<h2>{html.escape(title)}</h2><p>{about}</p><label>question <select id="mkg-pick">{"".join(opts)}</select></label> '
+            f'<span id="mkg-count"></span>' + "".join(blocks) + f"<script>{_EXPLORE_JS}</script></body></html>")
+
 # %% ../nbs/92_viz.ipynb #5c5f9a58
 class Explorer:
     """ipywidgets explorer over run folder `run` (and optionally `other`, side by side): `pick` (question dropdown),
-    `node` (0 = all nodes, else node `v_i`), `view` (HTML). `widget` is the `VBox`; displaying an `Explorer` displays it.
+    `graph` (the picked question's evidence graph as a picture, `graph_svg`; both runs' side by side), `node`
+    (0 = all nodes, else node `v_i`), `view` (the node-by-node HTML). `widget` is the `VBox`; displaying an
+    `Explorer` displays it.
     `dataset` supplies the corpus when the run's dataset cannot be loaded by name (`[]`: show the units alone)."""
     def __init__(self, run, other=None, dataset=None):
         import ipywidgets as W
@@ -166,15 +285,17 @@ class Explorer:
         self.pick = W.Dropdown(options=[(f"{i + 1}. {r['question'][:90]}", r["id"]) for i, r in enumerate(self.a.rows)],
                                description="question", layout=W.Layout(width="95%"))
         self.node = W.IntSlider(value=0, min=0, max=1, description="node (0 = all)")
-        self.view = W.HTML()
+        self.view, self.graph = W.HTML(), W.HTML()
         self.pick.observe(lambda _: self._question(), names="value")
         self.node.observe(lambda _: self._show(), names="value")
-        self.widget = W.VBox([self.pick, self.node, self.view])
+        self.widget = W.VBox([self.pick, self.graph, self.node, self.view])
         self._question()
 
     def _question(self):
         n = len(steps(self.a.row(self.pick.value)))
         if self.b is not None and self.pick.value in self.b.by_id: n = max(n, len(steps(self.b.row(self.pick.value))))
+        svg = [graph_svg(v.row(self.pick.value), v.passages) for v in (self.a, self.b) if v is not None and self.pick.value in v.by_id]
+        self.graph.value = svg[0] if len(svg) == 1 else '<div class="mk-side">' + "".join(f"<div>{g}</div>" for g in svg) + "</div>"
         self.node.max = n; self.node.value = 0; self._show()
 
     def _show(self): self.view.value = self.html()

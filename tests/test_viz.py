@@ -118,3 +118,24 @@ def test_highlights_at_sentence_spans_in_real_passages(monkeypatch):
     p = view.passages[1050]
     s, e = unit_spans(p.text, "s1050.1", "It was directed by Chano Urueta.")[0]
     assert p.text[s:e] == "It was directed by Chano Urueta." and e == len(p.text)
+
+
+def test_graph_svg_draws_units_gold_relations_and_stop():
+    from megrag_kit.viz import graph_svg, explore_html
+    row = {"id": "q1", "question": "Where did the performer of the song die?", "gold_pids": [3, 9], "gold_answers": ["Detroit"],
+           "prediction": "Detroit", "f1": 1.0,
+           "trace": {"nodes": [
+               {"step": 1, "query": "Who performed the song?", "composition": "T+S", "intermediate_answer": "Aretha Franklin",
+                "relation": "performer -> place of death", "next_query": "Where did Aretha Franklin die?", "stop": False,
+                "evidence": {"triples": [["t9.0", "song | performer | Aretha Franklin"]], "sentences": [["s4.1", "Unrelated."]]}},
+               {"step": 2, "query": "Where did Aretha Franklin die?", "composition": "P", "intermediate_answer": "Detroit",
+                "stop": True, "answer": "Detroit", "evidence": {"passages": [["p3", ""]]}}]}}
+    svg = graph_svg(row, passages={3: Passage(3, "Aretha Franklin", "She died in Detroit.")})
+    assert svg.count('class="mkg-node"') == 2 and svg.count('class="mkg-edge"') == 2
+    assert svg.count('class="mkg-u mkg-goldu"') == 2 and svg.count('class="mkg-u"') == 1        # t9.0 and p3 gold, s4.1 not
+    assert "r: performer -&gt; place of death" in svg and "STOP · answer: Detroit" in svg
+    assert "★ p3 Aretha Franklin" in svg                                      # a passage unit is named by its title
+    row["trace"]["nodes"][1]["stop"] = False                                  # the budget ran out instead
+    assert "budget spent" in graph_svg(row)
+    page = explore_html(RunView(SEAM, dataset=[]))
+    assert page.count('class="mkg-question"') == 21 and "<script src" not in page and "cdn" not in page.lower()
