@@ -1,39 +1,60 @@
-"""The documentation: README.md from nbs/index.ipynb, and the site in _docs/.
+"""The documentation: README.md from nbs/index.ipynb, and the site in _docs/ (MkDocs with the Material theme).
 
     python tools/docs.py readme            write README.md from nbs/index.ipynb
     python tools/docs.py readme --check    exit 1 (and say where) when README.md differs from what index.ipynb gives
-    python tools/docs.py site [--quarto]   build the site into _docs/ (git-ignored)
+    python tools/docs.py site              build the site into _docs/ (git-ignored); exit 1 on a broken page
+    python tools/docs.py serve [--port N]  serve _docs/ on 127.0.0.1 (default port 8000)
 
-The site: nbdev processes the notebooks into _proc/ (directives applied, `show_doc` cells executed into their API
-tables), then each processed notebook becomes one page. With `--quarto` (or when a `quarto` binary is on PATH and
-`--offline` is not given) Quarto (the `quarto-cli` package) renders them, as `nbdev_docs` does. Otherwise the pages are rendered
-here with nbconvert's basic template inside one page shell with a sidebar: no network, no CDN script. Either way the
-figures of figures/ that pages link to are copied beside them and the explorer page (`explorer.html`, the committed
-MEGRAG run through `megrag_kit.viz.run_page`) is added. The README is the readme notebook's markdown cells as they
-are, each shown code cell as a ```python block and its stored text outputs as a plain block, cells joined by one blank
-line: the same text either way, so README.md and index.ipynb cannot drift (tests/test_docs.py checks).
+The site is built in three steps, each kept in _build/ (git-ignored) so that a second build redoes only what changed:
+1. Every notebook of nbs/ gets its outputs. The notebooks are committed without most outputs, so each is executed
+   the way `nbdev_test` runs it (execnb; cells flagged `slow` never run, cells flagged `data` only when the benchmark
+   data is there) and the executed copy is cached in _build/exec/ under a key of the notebook, the package source and
+   the data flag. Three kinds are not executed: nbs/index.ipynb and nbs/80_tutorial.ipynb are shown with their stored
+   outputs (the README's example and the lesson as run), and the experiment notebooks nbs/5x_*.ipynb are shown as
+   the committed reproduction executed them (runs/reproduce-demo/notebooks/), so their pages carry its figures.
+2. Each executed notebook becomes one Markdown page in _build/docs/: markdown cells as they are (math in `$...$` and
+   `$$...$$`), code cells as code blocks followed by their outputs (text, tables, HTML, images written beside the
+   page), `#| hide` cells left out, and each `show_doc(X)` cell replaced by the API entry of `X` rendered from its
+   docstring by mkdocstrings. A name in backticks that has an API entry somewhere becomes a link to it, and
+   `nbs/NAME.ipynb` a link to its page. Added pages: the figures of the committed reproduction and the explorer
+   (`megrag_kit.viz.explore_html` of the committed MEGRAG run).
+3. MkDocs (`mkdocs build --strict`, config mkdocs.yml) renders the pages with the Material theme, its offline search,
+   and MathJax copied from the `jupyter-server-mathjax` package into the site: nothing is fetched when a page is
+   viewed. Any MkDocs warning (a broken link, an unresolved API reference) fails the build, and so does a local
+   link of a built page that points at no file (`check`).
+
+The README is the readme notebook's markdown cells as they are, each shown code cell as a ```python block and its
+stored text outputs as a plain block, cells joined by one blank line, so README.md and index.ipynb cannot drift
+(tests/test_docs.py checks).
 """
 from __future__ import annotations
-import argparse, html, json, re, shutil, subprocess, sys, time
+import argparse, hashlib, json, os, re, shutil, subprocess, sys, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-NBS, DOCS, PROC = ROOT / "nbs", ROOT / "_docs", ROOT / "_proc"
-FIRST = ["index", "quickstart", "80_tutorial", "92_viz"]      # pages first in the sidebar, then the rest by name
+NBS, DOCS, BUILD = ROOT / "nbs", ROOT / "_docs", ROOT / "_build"
+STORED = {"index", "80_tutorial"}                       # shown with the outputs committed in the notebook
+REPRODUCTION = ROOT / "runs" / "reproduce-demo"        # the committed `megrag-kit reproduce --profile demo`
+EXPLORER_RUN = ROOT / "runs" / "2wiki21-megrag-full-seam"
 _HIDE = re.compile(r"^#\|\s*(hide|include:\s*false|echo:\s*false)\s*$", re.M)
+SECTIONS = [("Start", ["index", "quickstart", "80_tutorial", "explorer", "figures"]),
+            ("Foundation", r"^0\d"), ("Methods", r"^[1-4]\d"), ("Experiments", r"^5\d"), ("Tools", r"^9\d")]
 
 
 def _src(cell) -> str: return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _text(x) -> str: return "".join(x) if isinstance(x, list) else x
 
 
 def _text_outputs(cell) -> list[str]:
     out = []
     for o in cell.get("outputs", []):
         if o.get("output_type") == "stream":
-            if o.get("name") == "stdout": out.append("".join(o["text"]) if isinstance(o["text"], list) else o["text"])
+            if o.get("name") == "stdout": out.append(_text(o["text"]))
         elif "text/markdown" in o.get("data", {}): continue
         elif "text/plain" in o.get("data", {}) and not any(k.startswith("image/") or k == "text/html" for k in o["data"]):
-            t = o["data"]["text/plain"]; out.append("".join(t) if isinstance(t, list) else t)
+            out.append(_text(o["data"]["text/plain"]))
     return [t.rstrip("\n") for t in out if t.strip()]
 
 
@@ -60,180 +81,354 @@ def readme(check: bool = False) -> int:
     have = f.read_text(encoding="utf-8") if f.exists() else ""
     if have == want: print("README.md matches nbs/index.ipynb"); return 0
     import difflib
-    sys.stdout.writelines(list(difflib.unified_diff(have.splitlines(True), want.splitlines(True), "README.md", "from nbs/index.ipynb"))[:60])
+    sys.stdout.writelines(list(difflib.unified_diff(have.splitlines(True), want.splitlines(True), "README.md",
+                                                    "from nbs/index.ipynb"))[:60])
     print("README.md differs from nbs/index.ipynb: edit the notebook, then `python tools/docs.py readme`"); return 1
 
 
-def _stage(dest: Path, only=None) -> Path:
-    """Copy nbs/ into `dest` with `#| eval: false` added to every `#| slow` cell: nbdev runs each cell that imports
-    something while it renders `show_doc`, and a slow cell would load the real models (its source is still shown)."""
-    import nbformat
-    shutil.copytree(NBS, dest, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    for f in dest.glob("*.ipynb"):
-        if only is not None and f.stem not in only: f.unlink(); continue
-        nb = nbformat.read(f, as_version=4)
-        for c in nb.cells:
-            if c.cell_type == "code" and re.search(r"^#\|\s*slow\s*$", c.source, re.M): c.source = "#| eval: false\n" + c.source
-        nbformat.write(nb, f)
-    return dest
+# ---- 1. outputs ---------------------------------------------------------------------------------------------------
+def _has_data() -> bool:
+    "Whether the benchmark data is there (the `data` cells then run), as tools/test.sh decides."
+    try:
+        from megrag_kit.data import shared_data_dir
+        d = shared_data_dir()
+        return bool(d) and (Path(d) / "multihop").is_dir()
+    except Exception: return False
 
 
-def process(n_workers: int = 1, only=None) -> Path:
-    """nbdev's processing of every notebook (or those whose names are in `only`) into _proc/ (what nbdev_docs
-    renders), slow cells not run, without Quarto."""
-    import os, tempfile
-    from nbdev.quarto import refresh_quarto_yml, nbdev_sidebar
-    from nbdev.serve import proc_nbs
-    os.chdir(ROOT)
-    refresh_quarto_yml()
-    nbdev_sidebar.__wrapped__(path=NBS)
-    with tempfile.TemporaryDirectory(dir=ROOT, prefix="_stage") as d:   # inside the checkout: notebooks find it from their folder
-        return proc_nbs(_stage(Path(d) / "nbs", only), n_workers=n_workers, force=True)
+def _key(nb_file: Path, data: bool) -> str:
+    h = hashlib.sha256(nb_file.read_bytes())
+    for f in sorted((ROOT / "megrag_kit").rglob("*.py")): h.update(f.name.encode()); h.update(f.read_bytes())
+    h.update(b"data" if data else b"nodata")
+    return h.hexdigest()
 
 
-def _front(nb) -> dict:
-    "The frontmatter nbdev wrote into the processed notebook's raw cell (title, description), `{}` if none."
-    import yaml
+def execute(nb_file: Path, data: bool) -> dict:
+    """`nb_file` executed as `nbdev_test` runs it (cells flagged `slow` or `eval: false` skipped, `data` cells only
+    when `data`), as a notebook dict with outputs. `RuntimeError` naming the notebook and the failing cell."""
+    from execnb.shell import CaptureShell
+    from fastcore.xtras import working_directory
+    from nbdev.process import NBProcessor
+    from nbdev.frontmatter import FrontmatterProc
+    skip = {"slow"} | (set() if data else {"data"})
+    nb = NBProcessor(nb_file, procs=FrontmatterProc, process=True).nb
+
+    def no_eval(cell):
+        if cell.cell_type != "code": return True
+        if "nbdev_export(" in cell.source: return True
+        d = getattr(cell, "directives_", {}) or {}
+        return d.get("eval:", [""])[0].lower() == "false" or bool(skip & d.keys())
+    os.environ["IN_TEST"] = "1"
+    k = CaptureShell(nb_file)
+    try:
+        with working_directory(nb_file.parent): k.run_all(nb, exc_stop=True, preproc=no_eval)
+    except Exception as e:
+        raise RuntimeError(f"{nb_file.relative_to(ROOT)}: a cell failed while the docs executed it:\n{k.prettytb(fname=nb_file)}") from e
+    raw = json.loads(nb_file.read_text(encoding="utf-8"))
+    done = [c for c in nb.cells]
+    for c, d in zip(raw["cells"], done):                    # the original cells (directives intact) with the outputs
+        if c["cell_type"] == "code": c["outputs"] = [dict(o) for o in d.get("outputs", [])]
+    return raw
+
+
+def outputs(stems=None, log=print) -> dict[str, dict]:
+    "Each notebook (or those named in `stems`) with its outputs, by stem: stored, reproduced, or executed (cached)."
+    data = _has_data()
+    (BUILD / "exec").mkdir(parents=True, exist_ok=True)
+    out = {}
+    for f in sorted(NBS.glob("*.ipynb")):
+        stem = f.stem
+        if stems is not None and stem not in stems: continue
+        rep = REPRODUCTION / "notebooks" / f.name
+        if stem in STORED: out[stem] = json.loads(f.read_text(encoding="utf-8")); continue
+        if re.match(r"^5\d_", stem) and rep.exists(): out[stem] = json.loads(rep.read_text(encoding="utf-8")); continue
+        cached, keyf, key = BUILD / "exec" / f.name, BUILD / "exec" / f"{stem}.key", _key(f, data)
+        if cached.exists() and keyf.exists() and keyf.read_text() == key:
+            out[stem] = json.loads(cached.read_text(encoding="utf-8")); continue
+        t = time.time(); log(f"executing {f.relative_to(ROOT)} ...")
+        nb = execute(f, data)
+        cached.write_text(json.dumps(nb), encoding="utf-8"); keyf.write_text(key)
+        log(f"  {time.time() - t:.1f} s"); out[stem] = nb
+    return out
+
+
+# ---- 2. pages -----------------------------------------------------------------------------------------------------
+def _directives(src: str) -> dict:
+    d = {}
+    for l in src.splitlines():
+        m = re.match(r"^#\|\s*([\w-]+)(:)?\s*(.*)$", l)
+        if m: d[m.group(1)] = m.group(3).strip().lower() if m.group(2) else True
+    return d
+
+
+def _default_exp(nb: dict) -> str | None:
     for c in nb["cells"]:
-        if c["cell_type"] == "raw" and _src(c).strip().startswith("---"):
-            try: return yaml.safe_load(_src(c).strip().strip("-")) or {}
-            except yaml.YAMLError: return {}
-    return {}
+        m = re.search(r"^#\|\s*default_exp\s+(\S+)", _src(c), re.M) if c["cell_type"] == "code" else None
+        if m: return m.group(1)
+    return None
 
 
-def _title(nb: dict, stem: str) -> str:
-    t = _front(nb).get("title")
-    if t: return str(t)
-    for c in nb["cells"]:
+def api_ids(nbs: dict[str, dict]) -> dict[str, dict[str, str]]:
+    """For each page, `{name shown with show_doc: mkdocstrings identifier}` (`Dataset.fingerprint` ->
+    `megrag_kit.core.Dataset.fingerprint`), resolved in the package index (megrag_kit/_modidx.py). `ValueError` for a
+    `show_doc` of a name the package does not define."""
+    import importlib
+    syms = importlib.import_module("megrag_kit._modidx").d["syms"]
+    out = {}
+    for stem, nb in nbs.items():
+        mod, ids = _default_exp(nb), {}
+        for c in nb["cells"]:
+            if c["cell_type"] != "code": continue
+            for name in re.findall(r"^show_doc\(([\w.]+)\)\s*$", _src(c), re.M):
+                want = [f"megrag_kit.{mod}.{name}"] if mod else []
+                found = [k for k in want if k in syms.get(f"megrag_kit.{mod}", {})] or \
+                        [k for m in syms.values() for k in m if k.endswith("." + name)]
+                if not found: raise ValueError(f"nbs/{stem}.ipynb: show_doc({name}): megrag_kit defines no {name}")
+                ids[name] = found[0]
+        out[stem] = ids
+    return out
+
+
+def _link_names(md: str, refs: dict[str, str], pages: set[str]) -> str:
+    "Backticked API names -> autorefs links, `nbs/NAME.ipynb` -> page links; fenced code and existing links untouched."
+    parts = re.split(r"(^```.*?^```)", md, flags=re.M | re.S)
+    for i in range(0, len(parts), 2):
+        def sub(m):
+            name = m.group(1)
+            if name in refs: return f"[`{name}`][{refs[name]}]"
+            pm = re.fullmatch(r"(?:\.\./)?(?:nbs/)?([\w-]+)\.ipynb", name)
+            if pm and pm.group(1) in pages: return f"[`{name}`]({pm.group(1)}.md)"
+            return m.group(0)
+        parts[i] = re.sub(r"(?<![\[`])`([^`\n]+)`(?![`\]])", sub, parts[i])
+        parts[i] = re.sub(r"\]\((?:\.\./nbs/|nbs/)?([\w-]+)\.(?:ipynb|html)(#[^)]*)?\)",
+                          lambda m: f"]({m.group(1)}.md{m.group(2) or ''})" if m.group(1) in pages else m.group(0), parts[i])
+    return "".join(parts)
+
+
+def _figure_links(md: str, out: Path) -> str:
+    "Copy each local image or file a markdown cell links to (`../figures/x.png`) under out/, and point the link there."
+    def fix(m):
+        link = m.group(2)
+        if re.match(r"^(https?:|data:|#|mailto:)", link) or link.endswith((".md", ".ipynb")) or "/" not in link and "." not in link:
+            return m.group(0)
+        for base in (NBS, ROOT):
+            f = (base / link).resolve()
+            if f.is_file() and ROOT in f.parents:
+                rel = f.relative_to(ROOT).as_posix().replace("/", "_") if not link.startswith("../figures/") else "figures/" + f.name
+                (out / rel).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, out / rel)
+                return f"{m.group(1)}({rel})"
+        return m.group(0)
+    return re.sub(r"(!?\[[^\]]*\])\(([^)\s]+)\)", fix, md)
+
+
+def _fence(text: str, lang: str = "text") -> str:
+    n = max([3] + [len(x) + 1 for x in re.findall(r"`{3,}", text)])
+    block = f"{'`' * n}{lang}\n{text.rstrip()}\n{'`' * n}"
+    return block if lang == "python" else f'<div class="nb-output nb-text" markdown="block">\n\n{block}\n\n</div>'
+
+
+def _outputs_md(cell: dict, stem: str, n: int, out: Path) -> list[str]:
+    import base64
+    parts = []
+    for j, o in enumerate(cell.get("outputs", [])):
+        kind = o.get("output_type")
+        if kind == "stream":
+            if o.get("name") == "stdout" and _text(o["text"]).strip(): parts.append(_fence(_text(o["text"])))
+            continue
+        if kind == "error":
+            raise RuntimeError(f"nbs/{stem}.ipynb cell {n}: its stored output is an error ({o.get('ename')}: {o.get('evalue')})")
+        d = o.get("data", {})
+        if "image/png" in d or "image/svg+xml" in d:
+            ext = "png" if "image/png" in d else "svg"
+            f = out / f"{stem}_files" / f"cell{n}_{j}.{ext}"; f.parent.mkdir(parents=True, exist_ok=True)
+            if ext == "png": f.write_bytes(base64.b64decode(_text(d["image/png"])))
+            else: f.write_text(_text(d["image/svg+xml"]), encoding="utf-8")
+            parts.append(f'<div class="nb-output nb-figure" markdown><img src="{f.relative_to(out).as_posix()}" '
+                         f'alt="output of cell {n}"></div>')
+        elif "text/html" in d:
+            h = _text(d["text/html"]).strip()
+            h = re.sub(r"\n\s*\n", "\n", h)                # a blank line would end the raw HTML block
+            parts.append(f'<div class="nb-output">\n{h}\n</div>')
+        elif "text/markdown" in d:
+            parts.append(f'<div class="nb-output nb-md" markdown="block">\n\n{_text(d["text/markdown"]).strip()}\n\n</div>')
+        elif "application/vnd.jupyter.widget-view+json" in d:
+            parts.append('!!! note "A widget"\n    This cell displays an ipywidgets widget, which needs a live kernel. '
+                         '[The explorer page](explorer.md) shows the same views without one.')
+        elif "text/plain" in d and _text(d["text/plain"]).strip(): parts.append(_fence(_text(d["text/plain"])))
+    return parts
+
+
+def page_md(stem: str, nb: dict, ids: dict[str, str], refs: dict[str, str], pages: set[str], out: Path) -> str:
+    "One notebook as a Markdown page of the site (see the module docstring); images it shows are written under `out`."
+    parts = []
+    for n, c in enumerate(nb["cells"]):
+        s = _src(c)
         if c["cell_type"] == "markdown":
-            m = re.search(r"^#\s+(.+)$", _src(c), re.M)
-            if m: return m.group(1).strip()
-    return stem
+            parts.append(_figure_links(_link_names(s.strip("\n"), refs, pages), out)); continue
+        if c["cell_type"] != "code": continue
+        d = _directives(s)
+        if d.get("hide") or d.get("include") == "false" or "default_exp" in d: continue
+        code = "\n".join(l for l in s.splitlines() if not l.startswith("#|")).strip("\n")
+        shown = re.findall(r"^show_doc\(([\w.]+)\)\s*$", code, re.M)
+        api = [f"::: {ids[name]}\n    options:\n      heading_level: 3\n      members: false" for name in shown]
+        if shown:                    # the API entries replace the show_doc lines and their (markdown) outputs
+            code = re.sub(r"^show_doc\(([\w.]+)\)\s*\n?", "", code, flags=re.M).strip("\n")
+            c = {**c, "outputs": [o for o in c.get("outputs", []) if "text/markdown" not in o.get("data", {})]}
+            if not code: parts += api; continue
+        if re.fullmatch(r"(\s*(from (nbdev\.showdoc|fastcore\.test) import [\w, ]+|import nbdev)\s*\n?)+", code): code = ""   # doc tooling
+        if code and d.get("echo") != "false":
+            flags = [k for k in ("slow", "data") if d.get(k)]
+            note = f'<div class="nb-flag">not run for the docs (a <code>{"</code>, <code>".join(flags)}</code> cell)</div>' \
+                if flags and not c.get("outputs") else ""
+            parts.append(_fence(code, "python") + (f"\n{note}" if note else ""))
+        if d.get("output") != "false": parts += _outputs_md(c, stem, n, out)
+        parts += api
+    return "\n\n".join(p for p in parts if p) + "\n"
 
 
-def _pages() -> list[Path]:
-    nbs = sorted(p for p in PROC.glob("*.ipynb"))
-    key = lambda p: (FIRST.index(p.stem) if p.stem in FIRST else len(FIRST), p.stem)
-    return sorted(nbs, key=key)
+def figures_md(out: Path, pages=()) -> str:
+    "The figures page: every figure of the committed reproduction, with the file it was drawn from."
+    figs = sorted((REPRODUCTION / "figures").glob("*.png"))
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    parts = ["# Figures of the committed reproduction",
+             "> Every figure that `megrag-kit reproduce --profile demo` drew into `runs/reproduce-demo/figures/` (the "
+             "shipped demo set, SmolLM2-135M and MiniLM on a CPU). Each one's numbers are in the CSV file beside it; the "
+             "notebooks that draw them are the Experiments pages, shown as that reproduction executed them.",
+             " · ".join(f"[{t}]({s}.md)" for s, t in (("50_megrag_tables", "MEGRAG tables"), ("51_megrag_figures", "MEGRAG figures"),
+                        ("52_evireform_tables", "EviReform tables and figures"), ("53_cara_tables", "CARA tables and figures"))
+                        if s in pages)]
+    for f in figs:
+        shutil.copy2(f, out / "figures" / f.name)
+        csv = f.with_suffix(".csv")
+        if csv.exists(): shutil.copy2(csv, out / "figures" / csv.name)
+        parts.append(f"## {f.stem}\n\n![{f.stem}](figures/{f.name})\n\n" + (f"Data: [{csv.name}](figures/{csv.name})" if csv.exists() else ""))
+    return "\n\n".join(parts) + "\n"
 
 
-SHELL = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
-<title>{title} – megrag_kit</title><style>{css}</style></head><body>
-<nav><a class="home" href="index.html">megrag_kit</a>{nav}</nav><main>{body}</main></body></html>"""
-CSS = """body{margin:0;display:flex;font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;line-height:1.5;color:#222}
-nav{width:15em;min-width:15em;padding:1em;background:#f5f6f8;border-right:1px solid #ddd;height:100vh;overflow:auto;position:sticky;top:0;font-size:14px}
-nav a{display:block;color:#234;text-decoration:none;padding:.15em 0}nav a.cur{font-weight:bold}nav a.home{font-size:1.2em;font-weight:bold;margin-bottom:.6em}
-main{padding:1em 2em;max-width:60em;min-width:0}pre{background:#f6f8fa;padding:.6em;overflow:auto;font-size:13px}
-code{font-size:90%}table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;font-size:13px}
-img{max-width:100%}.desc{font-size:1.1em;color:#555;border-left:3px solid #ccd;padding-left:.6em}.jp-InputPrompt,.jp-OutputPrompt,.prompt{display:none}.jp-Cell{margin:.4em 0}
-.jp-OutputArea-output pre{background:#fff;border-left:3px solid #ddd}details{margin:.4em 0}summary{cursor:pointer}
+def explorer_md(out: Path) -> str:
+    "The explorer page: `explore_html` of the committed 21-question MEGRAG run, inside the site."
+    from megrag_kit.viz import RunView, explore_html
+    page = explore_html(RunView(EXPLORER_RUN), title="Explorer: MEGRAG on the first 21 2Wiki questions")
+    head = re.search(r"<head>(.*)</head>", page, re.S).group(1)
+    body = re.search(r"<body>(.*)</body>", page, re.S).group(1)
+    styles = "".join(re.findall(r"<style>.*?</style>", head, re.S)).replace("body{", ".mkg-page{")
+    (out / "explorer-standalone.html").write_text(page, encoding="utf-8")
+    body = re.sub(r"^<h2>.*?</h2>", "", body, flags=re.S)
+    return ("# Explorer\n\n> The evidence graphs of the committed MEGRAG run `runs/2wiki21-megrag-full-seam` (full variant, "
+            "SmolLM2-135M policy and reader on a CPU): pick a question to draw its graph. Nodes list their selected evidence "
+            "units coloured by granularity, units from a gold passage are starred, each edge carries the relation, the last "
+            "one ends in STOP. Made by `megrag-kit explore runs/2wiki21-megrag-full-seam --html out.html` "
+            "([the same page on its own](explorer-standalone.html)); in Jupyter, `Explorer(run)` is the widget.\n\n"
+            f'<div class="mkg-page">\n{styles}\n{body}\n</div>\n')
+
+
+def nav(stems: list[str]) -> list:
+    "The navigation: the start pages, then the notebooks by section."
+    titles = {}
+    out = []
+    for name, rule in SECTIONS:
+        got = [s for s in rule if s in stems] if isinstance(rule, list) else [s for s in stems if re.match(rule, s)]
+        if name == "Start": out += [f"{s}.md" for s in got]
+        elif got: out.append({name: [f"{s}.md" for s in got]})
+    return out
+
+
+def pages(nbs: dict[str, dict], out: Path) -> list[str]:
+    "Write every page into `out` (Markdown, images, the MathJax assets); returns the page stems."
+    if out.exists(): shutil.rmtree(out)
+    out.mkdir(parents=True)
+    ids = api_ids(nbs)
+    refs, seen = {}, {}
+    for stem in sorted(ids):
+        for name, ident in ids[stem].items(): seen.setdefault(name, set()).add(ident)
+    refs = {n: next(iter(i)) for n, i in seen.items() if len(i) == 1}     # a name shown twice links nowhere
+    names = set(nbs) | {"explorer", "figures"}
+    for stem, nb in nbs.items():
+        (out / f"{stem}.md").write_text(page_md(stem, nb, ids[stem], refs, names, out), encoding="utf-8")
+    (out / "figures.md").write_text(figures_md(out, names), encoding="utf-8")
+    (out / "explorer.md").write_text(explorer_md(out), encoding="utf-8")
+    import jupyter_server_mathjax
+    shutil.copytree(Path(jupyter_server_mathjax.__file__).parent / "static", out / "assets" / "mathjax",
+                    ignore=shutil.ignore_patterns("localization", "*.md"))
+    (out / "assets" / "site.css").write_text(CSS, encoding="utf-8")
+    (out / "assets" / "mathjax-config.js").write_text(MATHJAX_CONFIG, encoding="utf-8")
+    return sorted(names)
+
+
+CSS = """.nb-text{border-left-color:#9ab}.nb-text pre{margin:0}.nb-text code{background:#fbfcfe}
+.nb-output{margin:.2em 0 1.2em;padding:.2em .6em;border-left:3px solid #c7d0e0;overflow-x:auto;font-size:.85em}
+.nb-output table{font-size:.9em}.nb-figure img{max-width:100%}.nb-flag{font-size:.75em;color:#777;margin-top:-.8em}
+.md-typeset .mkg-page select{font-size:.8rem;max-width:100%;border:1px solid #99a;padding:.2em}
+.md-typeset .mkg-page svg text{font-size:12px}.md-content{max-width:70rem}
+"""
+MATHJAX_CONFIG = """window.MathJax = { tex2jax: { inlineMath: [["\\\\(", "\\\\)"]], displayMath: [["\\\\[", "\\\\]"]],
+  processEscapes: true, processEnvironments: true, ignoreClass: ".*", processClass: "arithmatex" },
+  messageStyle: "none", menuSettings: { zoom: "None" }, showMathMenu: false };
 """
 
 
-def _copy_figures(page_html: str, out: Path) -> str:
-    "Copy each local image a page links to under out/ (figures/...), rewriting `../figures/x` to `figures/x`."
-    def fix(m):
-        src = m.group(2)
-        if re.match(r"^(data:|https?:)", src): return m.group(0)
-        rel = src[3:] if src.startswith("../") else src
-        f = ROOT / rel if (ROOT / rel).exists() else NBS / src
-        if f.exists():
-            (out / rel).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, out / rel)
-        return f"{m.group(1)}{rel}{m.group(3)}"
-    return re.sub(r'(<img[^>]*?src=")([^"]+)(")', fix, page_html)
+# ---- 3. MkDocs ----------------------------------------------------------------------------------------------------
+def mkdocs_build(src: Path, site_dir: Path, stems: list[str]) -> list[str]:
+    "Run `mkdocs build --strict` over `src` into `site_dir`; returns its warnings (the build fails on any)."
+    import yaml
+    gen = BUILD / "mkdocs.gen.yml"
+    gen.write_text(yaml.safe_dump({"INHERIT": str(ROOT / "mkdocs.yml"), "docs_dir": str(src), "site_dir": str(site_dir),
+                                   "nav": nav(stems)}, sort_keys=False), encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(gen)], cwd=ROOT,
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    warn = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith(("WARNING", "ERROR")) or "Aborted" in l]
+    if r.returncode != 0 and not warn: warn = [(r.stdout + r.stderr)[-3000:]]
+    return warn
 
 
-def _strip_directives(nb):
-    "Apply what Quarto would: cells with `echo: false` lose their input; `#|` lines are not shown."
-    for c in nb.cells:
-        if c.cell_type != "code": continue
-        lines = c.source.splitlines()
-        if any(re.match(r"#\|\s*(echo:\s*false|hide)", l) for l in lines): c.metadata["transient"] = {"remove_source": True}; c.source = ""
-        else: c.source = "\n".join(l for l in lines if not l.startswith("#|"))
-    return nb
-
-
-def render_offline(out: Path = DOCS) -> list[Path]:
-    "Render every processed notebook in _proc/ to out/NAME.html (nbconvert basic template, one shell, no network)."
-    import nbformat
-    from nbconvert import HTMLExporter
-    from pygments.formatters import HtmlFormatter
-    out.mkdir(parents=True, exist_ok=True)
-    ex = HTMLExporter(template_name="basic", exclude_input_prompt=True, exclude_output_prompt=True)
-    css = CSS + HtmlFormatter(style="default").get_style_defs(".highlight")
-    pages = _pages()
-    nbs = {p: nbformat.read(p, as_version=4) for p in pages}
-    titles = {p: _title(nb, p.stem) for p, nb in nbs.items()}
-    written = []
-    for p, nb in nbs.items():
-        fm = _front(nb)
-        nb.cells = [c for c in nb.cells if c.cell_type != "raw"]
-        body, _ = ex.from_notebook_node(_strip_directives(nb))
-        head = f"<h1>{html.escape(titles[p])}</h1>"
-        if fm.get("description"): head += f'<p class="desc">{html.escape(str(fm["description"]))}</p>'
-        body = head + body
-        body = re.sub(r'href="([^"#:]+)\.ipynb(#[^"]*)?"', r'href="\1.html\2"', body)
-        nav = "".join(f'<a href="{q.stem}.html"{" class=cur" if q == p else ""}>{html.escape(titles[q])}</a>' for q in pages)
-        nav += '<a href="explorer.html">Explorer: a MEGRAG run</a>'
-        page = SHELL.format(title=html.escape(titles[p]), css=css, nav=nav, body=body)
-        f = out / f"{p.stem}.html"; f.write_text(_copy_figures(page, out), encoding="utf-8"); written.append(f)
-    return written
-
-
-def explorer_page(out: Path = DOCS) -> Path:
-    "out/explorer.html: every question of the committed 21-question MEGRAG run, with the pre-seam run beside it."
-    from megrag_kit.viz import run_page, CSS as VCSS
-    run = ROOT / "runs" / "2wiki21-megrag-full-seam"
-    page = run_page(run, other=ROOT / "runs" / "2wiki21-megrag-full-preseam",
-                    title="Explorer: MEGRAG full (seam, left) and pre-seam (right), first 21 2Wiki questions")
-    f = out / "explorer.html"; f.write_text(page.replace("<head>", "<head>" + VCSS, 1), encoding="utf-8"); return f
-
-
-def site(quarto: bool | None = None, n_workers: int = 1, out: Path = DOCS, only=None) -> dict:
-    """Build the site into `out` (default _docs/), every notebook or those named in `only` (offline renderer);
-    returns the seconds each stage took."""
+def site(out: Path = DOCS, stems=None, log=print) -> dict:
+    """Build the site into `out` (default _docs/) from every notebook, or those named in `stems`; returns the seconds
+    each step took and the problems found (`warnings` of MkDocs, `broken` local links): the build failed when either
+    is non-empty."""
     t, times = time.time(), {}
-    quarto = bool(shutil.which("quarto")) if quarto is None else quarto
-    cache = process(n_workers, only); times["process"] = time.time() - t; t = time.time()
-    if quarto:   # what nbdev_docs does after processing (its README step left out: README.md comes from readme())
-        subprocess.run(["quarto", "render", "--no-cache"], cwd=cache, check=True)
-        if out.exists(): shutil.rmtree(out)
-        shutil.move(str(cache / DOCS.name), str(out)); times["quarto"] = time.time() - t
-        for f in out.rglob("*.html"): f.write_text(_copy_figures(f.read_text(encoding="utf-8"), out), encoding="utf-8")
-    else:
-        if out.exists(): shutil.rmtree(out)
-        render_offline(out); times["render"] = time.time() - t
-    t = time.time(); explorer_page(out); times["explorer"] = time.time() - t
-    return times
+    nbs = outputs(stems, log); times["outputs"] = time.time() - t; t = time.time()
+    names = pages(nbs, BUILD / "docs"); times["pages"] = time.time() - t; t = time.time()
+    warnings = mkdocs_build(BUILD / "docs", out, names); times["mkdocs"] = time.time() - t
+    return dict(times=times, warnings=warnings, broken=check(out) if out.exists() else ["no site was written"])
 
 
 def check(out: Path = DOCS) -> list[str]:
     """Problems of the built site in `out`: a page that links (href/src) to a local file that does not exist, or an
-    image without a source. `[]` when every page and figure link resolves."""
+    image without a source. `[]` when every page and figure link resolves. The MathJax assets are not checked."""
     bad = []
-    for f in sorted(out.glob("*.html")):
+    for f in sorted(out.rglob("*.html")):
+        if "assets" in f.relative_to(out).parts or f.name == "404.html": continue   # 404.html: root-absolute links
         text = f.read_text(encoding="utf-8")
         for attr, link in re.findall(r'\b(href|src)="([^"]*)"', text):
-            if not link and attr == "src": bad.append(f"{f.name}: <img> without src"); continue
+            if not link and attr == "src": bad.append(f"{f.relative_to(out)}: <img> without src"); continue
             if not link or re.match(r"^(data:|https?:|mailto:|#|javascript:)", link): continue
-            target = (f.parent / link.split("#")[0]).resolve()
-            if link.split("#")[0] and not target.exists(): bad.append(f"{f.name}: {attr}={link} does not exist")
+            path = link.split("#")[0].split("?")[0]
+            target = (f.parent / path).resolve()
+            if path and not target.exists(): bad.append(f"{f.relative_to(out)}: {attr}={link} does not exist")
     return bad
+
+
+def serve(out: Path = DOCS, port: int = 8000):
+    import functools, http.server
+    h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(out))
+    print(f"serving {out} on http://127.0.0.1:{port}/")
+    http.server.ThreadingHTTPServer(("127.0.0.1", port), h).serve_forever()
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("readme"); r.add_argument("--check", action="store_true")
-    s = sub.add_parser("site"); g = s.add_mutually_exclusive_group()
-    g.add_argument("--quarto", action="store_true", default=None); g.add_argument("--offline", dest="quarto", action="store_false")
+    s = sub.add_parser("site"); s.add_argument("--only", nargs="*", help="build only these notebooks (stems)")
+    v = sub.add_parser("serve"); v.add_argument("--port", type=int, default=8000)
     a = ap.parse_args(argv)
     if a.cmd == "readme": return readme(a.check)
-    times = site(a.quarto)
-    bad = check(DOCS)
-    print("built _docs/: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()) + f"; open {DOCS / 'index.html'}")
-    for b in bad: print("broken link:", b)
-    return 1 if bad else 0
+    if a.cmd == "serve": serve(port=a.port); return 0
+    res = site(stems=set(a.only) if a.only else None)
+    for w in res["warnings"]: print("mkdocs:", w)
+    for b in res["broken"]: print("broken link:", b)
+    print("built _docs/: " + ", ".join(f"{k} {v:.1f} s" for k, v in res["times"].items()) + f"; open {DOCS / 'index.html'}")
+    return 1 if res["warnings"] or res["broken"] else 0
 
 
 if __name__ == "__main__": sys.exit(main())
