@@ -232,7 +232,7 @@ def graph_svg(row: dict, passages=None, width: int = 820) -> str:
              ".mkg .mkg-q{font-size:13px}.mkg .mkg-l{font-weight:bold;fill:#fff;font-size:11px}.mkg .mkg-r{fill:#555;font-style:italic}"
              ".mkg .mkg-b{fill:#1d5e2a}.mkg .mkg-gold{fill:#8a6d00;font-weight:bold}</style>")
     return (f'<svg class="mkg" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y}" viewBox="0 0 {width} {y}" '
-            f'role="img" aria-label="evidence graph">{style}' + "".join(out) + "</svg>")
+            f'style="max-width:100%;height:auto" role="img" aria-label="evidence graph">{style}' + "".join(out) + "</svg>")
 
 # %% ../nbs/92_viz.ipynb #78ea4dc2
 _EXPLORE_JS = """

@@ -4,6 +4,7 @@
     python tools/docs.py readme --check    exit 1 (and say where) when README.md differs from what index.ipynb gives
     python tools/docs.py site              build the site into _docs/ (git-ignored); exit 1 on a broken page
     python tools/docs.py serve [--port N]  serve _docs/ on 127.0.0.1 (default port 8000)
+    python tools/docs.py screenshots       PNG screenshots of the main pages (headless Chromium) into docs/screenshots/
 
 The site is built in three steps, each kept in _build/ (git-ignored) so that a second build redoes only what changed:
 1. Every notebook of nbs/ gets its outputs. The notebooks are committed without most outputs, so each is executed
@@ -359,7 +360,7 @@ CSS = """.nb-text{border-left-color:#9ab}.nb-text pre{margin:0}.nb-text code{bac
 .nb-output{margin:.2em 0 1.2em;padding:.2em .6em;border-left:3px solid #c7d0e0;overflow-x:auto;font-size:.85em}
 .nb-output table{font-size:.9em}.nb-figure img{max-width:100%}.nb-flag{font-size:.75em;color:#777;margin-top:-.8em}
 .md-typeset .mkg-page select{font-size:.8rem;max-width:100%;border:1px solid #99a;padding:.2em}
-.md-typeset .mkg-page svg text{font-size:12px}.md-content{max-width:70rem}
+.md-typeset .mkg-page svg text{font-size:12px}.md-grid{max-width:96rem}
 """
 MATHJAX_CONFIG = """window.MathJax = { tex2jax: { inlineMath: [["\\\\(", "\\\\)"]], displayMath: [["\\\\[", "\\\\]"]],
   processEscapes: true, processEnvironments: true, ignoreClass: ".*", processClass: "arithmatex" },
@@ -408,6 +409,92 @@ def check(out: Path = DOCS) -> list[str]:
     return bad
 
 
+# ---- the site in a browser -----------------------------------------------------------------------------------------
+def chromium() -> tuple[str, str] | None:
+    "`(chromium, chromedriver)` paths (Debian's `chromium` and `chromium-driver` packages), or `None` when either is missing."
+    b = shutil.which("chromium") or shutil.which("chromium-browser")
+    d = shutil.which("chromedriver")
+    return (b, d) if b and d else None
+
+
+class Served:
+    """`out` served by Python's http.server on 127.0.0.1 (a free port) in a thread, as a context manager: `url` is the
+    root, `missing` lists every path that was answered 404."""
+    def __init__(self, out: Path):
+        import functools, http.server, threading
+        self.missing = []
+        served = self
+        class H(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, *a): pass
+            def send_error(self, code, *a, **kw):
+                if code == 404: served.missing.append(self.path)
+                super().send_error(code, *a, **kw)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(H, directory=str(out)))
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+    def __enter__(self): self.thread.start(); return self
+    def __exit__(self, *a): self.httpd.shutdown(); self.httpd.server_close()
+
+
+def browser(width: int = 1280, height: int = 1000):
+    """A headless Chromium driven by selenium (chromedriver), with a fresh profile and no background network
+    (`--headless --no-sandbox --disable-gpu --disable-background-networking ...`). `RuntimeError` when Chromium or
+    chromedriver is not installed (`apt-get install -y chromium chromium-driver`)."""
+    import tempfile
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    found = chromium()
+    if not found: raise RuntimeError("no chromium/chromedriver on PATH (apt-get install -y chromium chromium-driver)")
+    o = webdriver.ChromeOptions()
+    o.binary_location = found[0]
+    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+              "--disable-sync", "--no-first-run", "--disable-dev-shm-usage", f"--window-size={width},{height}",
+              f"--user-data-dir={tempfile.mkdtemp(prefix='megrag-docs-chromium-')}"):
+        o.add_argument(a)
+    return webdriver.Chrome(service=Service(found[1]), options=o)
+
+
+def wait_for_math(driver, timeout: float = 30) -> dict:
+    """Wait until MathJax has typeset the page; returns `{"formulas": arithmatex elements, "typeset": typeset ones}`."""
+    js = ("var a = document.querySelectorAll('.arithmatex').length;"
+          "var done = window.MathJax && MathJax.Hub && MathJax.Hub.queue && MathJax.Hub.queue.pending === 0 && MathJax.isReady;"
+          "var t = document.querySelectorAll('.arithmatex .MathJax, .arithmatex .MathJax_Display, .arithmatex .MathJax_CHTML,"
+          " .arithmatex .MathJax_SVG').length;"
+          "return {formulas: a, typeset: t, done: !!done};")
+    t0 = time.time()
+    while True:
+        r = driver.execute_script(js)
+        if r["formulas"] == 0 or (r["done"] and r["typeset"] >= r["formulas"]) or time.time() - t0 > timeout: return r
+        time.sleep(0.3)
+
+
+SCREENSHOTS = [("home", "index.html", None), ("quickstart", "quickstart.html", None),
+               ("tutorial", "80_tutorial.html", None), ("tutorial_graph", "80_tutorial.html", "svg.mkg"),
+               ("tutorial_math", "80_tutorial.html", "div.arithmatex"), ("tutorial_plot", "80_tutorial.html", ".nb-figure"),
+               ("megrag", "10_megrag.html", "div.arithmatex"), ("megrag_outputs", "10_megrag.html", ".nb-figure"),
+               ("evireform", "20_evireform.html", ".nb-text"), ("cara", "30_cara.html", ".nb-text"),
+               ("megrag_tables", "50_megrag_tables.html", ".nb-output"), ("megrag_figures", "51_megrag_figures.html", ".nb-figure"),
+               ("evireform_figures", "52_evireform_tables.html", ".nb-figure"), ("cara_figures", "53_cara_tables.html", ".nb-figure"),
+               ("figures", "figures.html", "img"), ("explorer", "explorer.html", None), ("api", "00_core.html", ".doc-heading")]
+
+
+def screenshots(out: Path = DOCS, dest: Path = ROOT / "docs" / "screenshots") -> list[Path]:
+    "PNG screenshots of the pages in `SCREENSHOTS` of the built site `out`, served and opened in headless Chromium."
+    dest.mkdir(parents=True, exist_ok=True)
+    done = []
+    with Served(out) as s:
+        d = browser()
+        try:
+            for name, page, target in SCREENSHOTS:
+                d.get(s.url + page); wait_for_math(d)
+                if target: d.execute_script("var e = document.querySelector(arguments[0]); if (e) { e.scrollIntoView(); "
+                                            "window.scrollBy(0, -90); }", target)
+                time.sleep(0.5)
+                f = dest / f"{name}.png"; d.save_screenshot(str(f)); done.append(f)
+        finally: d.quit()
+    return done
+
+
 def serve(out: Path = DOCS, port: int = 8000):
     import functools, http.server
     h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(out))
@@ -421,9 +508,13 @@ def main(argv=None) -> int:
     r = sub.add_parser("readme"); r.add_argument("--check", action="store_true")
     s = sub.add_parser("site"); s.add_argument("--only", nargs="*", help="build only these notebooks (stems)")
     v = sub.add_parser("serve"); v.add_argument("--port", type=int, default=8000)
+    sub.add_parser("screenshots", help="PNG screenshots of the built site's main pages into docs/screenshots/")
     a = ap.parse_args(argv)
     if a.cmd == "readme": return readme(a.check)
     if a.cmd == "serve": serve(port=a.port); return 0
+    if a.cmd == "screenshots":
+        for f in screenshots(): print("wrote", f.relative_to(ROOT))
+        return 0
     res = site(stems=set(a.only) if a.only else None)
     for w in res["warnings"]: print("mkdocs:", w)
     for b in res["broken"]: print("broken link:", b)
