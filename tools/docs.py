@@ -132,24 +132,42 @@ def execute(nb_file: Path, data: bool) -> dict:
     return raw
 
 
-def outputs(stems=None, log=print) -> dict[str, dict]:
-    "Each notebook (or those named in `stems`) with its outputs, by stem: stored, reproduced, or executed (cached)."
-    data = _has_data()
+def _cached(f: Path, data: bool):
+    "The cached executed copy of notebook `f`, or `None` when it is missing or stale."
+    cached, keyf = BUILD / "exec" / f.name, BUILD / "exec" / f"{f.stem}.key"
+    if cached.exists() and keyf.exists() and keyf.read_text() == _key(f, data): return json.loads(cached.read_text(encoding="utf-8"))
+    return None
+
+
+def execute_into_cache(files: list[Path], data: bool, log=print):
+    "Execute each notebook of `files` (`execute`) and cache its executed copy in _build/exec/ under its key."
     (BUILD / "exec").mkdir(parents=True, exist_ok=True)
-    out = {}
-    for f in sorted(NBS.glob("*.ipynb")):
-        stem = f.stem
-        if stems is not None and stem not in stems: continue
-        rep = REPRODUCTION / "notebooks" / f.name
-        if stem in STORED: out[stem] = json.loads(f.read_text(encoding="utf-8")); continue
-        if re.match(r"^5\d_", stem) and rep.exists(): out[stem] = json.loads(rep.read_text(encoding="utf-8")); continue
-        cached, keyf, key = BUILD / "exec" / f.name, BUILD / "exec" / f"{stem}.key", _key(f, data)
-        if cached.exists() and keyf.exists() and keyf.read_text() == key:
-            out[stem] = json.loads(cached.read_text(encoding="utf-8")); continue
+    for f in files:
         t = time.time(); log(f"executing {f.relative_to(ROOT)} ...")
         nb = execute(f, data)
-        cached.write_text(json.dumps(nb), encoding="utf-8"); keyf.write_text(key)
-        log(f"  {time.time() - t:.1f} s"); out[stem] = nb
+        (BUILD / "exec" / f.name).write_text(json.dumps(nb), encoding="utf-8")
+        (BUILD / "exec" / f"{f.stem}.key").write_text(_key(f, data))
+        log(f"  {time.time() - t:.1f} s")
+
+
+def outputs(stems=None, log=print) -> dict[str, dict]:
+    """Each notebook (or those named in `stems`) with its outputs, by stem: stored, reproduced, or executed. The
+    notebooks whose cached copy is missing or stale are executed in one child process (`tools/docs.py execute`), so
+    what they import or set stays out of the caller. `RuntimeError` when one of them fails."""
+    data = _has_data()
+    files = [f for f in sorted(NBS.glob("*.ipynb")) if stems is None or f.stem in stems]
+    rep = lambda f: REPRODUCTION / "notebooks" / f.name
+    run = [f for f in files if f.stem not in STORED and not (re.match(r"^5\d_", f.stem) and rep(f).exists())
+           and _cached(f, data) is None]
+    if run:
+        r = subprocess.run([sys.executable, __file__, "execute", *map(str, run)] + (["--data"] if data else []), cwd=ROOT,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+        if r.returncode != 0: raise RuntimeError(f"executing the notebooks for the docs failed (exit {r.returncode}; see above)")
+    out = {}
+    for f in files:
+        if f.stem in STORED: out[f.stem] = json.loads(f.read_text(encoding="utf-8"))
+        elif re.match(r"^5\d_", f.stem) and rep(f).exists(): out[f.stem] = json.loads(rep(f).read_text(encoding="utf-8"))
+        else: out[f.stem] = _cached(f, data)
     return out
 
 
@@ -372,9 +390,12 @@ MATHJAX_CONFIG = """window.MathJax = { tex2jax: { inlineMath: [["\\\\(", "\\\\)"
 def mkdocs_build(src: Path, site_dir: Path, stems: list[str]) -> list[str]:
     "Run `mkdocs build --strict` over `src` into `site_dir`; returns its warnings (the build fails on any)."
     import yaml
-    gen = BUILD / "mkdocs.gen.yml"
-    gen.write_text(yaml.safe_dump({"INHERIT": str(ROOT / "mkdocs.yml"), "docs_dir": str(src), "site_dir": str(site_dir),
-                                   "nav": nav(stems)}, sort_keys=False), encoding="utf-8")
+    gen = src.parent / f"{src.name}.mkdocs.yml"
+    cfg = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    for p in cfg["plugins"]:                 # the API of this checkout, wherever the generated config lies
+        if isinstance(p, dict) and "mkdocstrings" in p: p["mkdocstrings"]["handlers"]["python"]["paths"] = [str(ROOT)]
+    cfg.update(docs_dir=str(src), site_dir=str(site_dir), nav=nav(stems))
+    gen.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
     r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(gen)], cwd=ROOT,
                        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     warn = [l for l in (r.stdout + r.stderr).splitlines() if l.startswith(("WARNING", "ERROR")) or "Aborted" in l]
@@ -388,8 +409,10 @@ def site(out: Path = DOCS, stems=None, log=print) -> dict:
     is non-empty."""
     t, times = time.time(), {}
     nbs = outputs(stems, log); times["outputs"] = time.time() - t; t = time.time()
-    names = pages(nbs, BUILD / "docs"); times["pages"] = time.time() - t; t = time.time()
-    warnings = mkdocs_build(BUILD / "docs", out, names); times["mkdocs"] = time.time() - t
+    import tempfile
+    src = BUILD / "docs" if out == DOCS else Path(tempfile.mkdtemp(prefix="megrag-docs-src-"))   # builds elsewhere never collide
+    names = pages(nbs, src); times["pages"] = time.time() - t; t = time.time()
+    warnings = mkdocs_build(src, out, names); times["mkdocs"] = time.time() - t
     return dict(times=times, warnings=warnings, broken=check(out) if out.exists() else ["no site was written"])
 
 
@@ -509,7 +532,13 @@ def main(argv=None) -> int:
     s = sub.add_parser("site"); s.add_argument("--only", nargs="*", help="build only these notebooks (stems)")
     v = sub.add_parser("serve"); v.add_argument("--port", type=int, default=8000)
     sub.add_parser("screenshots", help="PNG screenshots of the built site's main pages into docs/screenshots/")
+    e = sub.add_parser("execute", help="execute notebooks into the docs cache (what `site` runs in a child process)")
+    e.add_argument("notebooks", nargs="+"); e.add_argument("--data", action="store_true")
     a = ap.parse_args(argv)
+    if a.cmd == "execute":
+        try: execute_into_cache([Path(n).resolve() for n in a.notebooks], a.data)
+        except RuntimeError as err: print(err, file=sys.stderr); return 1
+        return 0
     if a.cmd == "readme": return readme(a.check)
     if a.cmd == "serve": serve(port=a.port); return 0
     if a.cmd == "screenshots":
