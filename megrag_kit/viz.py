@@ -267,7 +267,7 @@ def explore_html(run, dataset=None, title: str | None = None, width: int = 820) 
     m = v.manifest
     about = (f'{html.escape(str(m.get("method", "?")))} on {html.escape(str(m.get("dataset", "?")))}, '
              f'{len(v)} questions, LLM {html.escape(str(m.get("llm", "?")))} (✓: F1 above 0)')
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>{CSS}{head}</head><body>'
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>{html.escape(title)}</title>{CSS}{head}</head><body>'
             f'<h2>{html.escape(title)}</h2><p>{about}</p><label>question <select id="mkg-pick">{"".join(opts)}</select></label> '
             f'<span id="mkg-count"></span>' + "".join(blocks) + f"<script>{_EXPLORE_JS}</script></body></html>")
 

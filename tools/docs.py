@@ -382,6 +382,7 @@ CSS = """.nb-text{border-left-color:#9ab}.nb-text pre{margin:0}.nb-text code{bac
 """
 MATHJAX_CONFIG = """window.MathJax = { tex2jax: { inlineMath: [["\\\\(", "\\\\)"]], displayMath: [["\\\\[", "\\\\]"]],
   processEscapes: true, processEnvironments: true, ignoreClass: ".*", processClass: "arithmatex" },
+  "HTML-CSS": { availableFonts: [], preferredFont: null, webFont: "STIX-Web", imageFont: null },  // the fonts the package ships
   messageStyle: "none", menuSettings: { zoom: "None" }, showMathMenu: false };
 """
 
