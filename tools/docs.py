@@ -499,7 +499,8 @@ SCREENSHOTS = [("home", "index.html", None), ("quickstart", "quickstart.html", N
                ("evireform", "20_evireform.html", ".nb-text"), ("cara", "30_cara.html", ".nb-text"),
                ("megrag_tables", "50_megrag_tables.html", ".nb-output"), ("megrag_figures", "51_megrag_figures.html", ".nb-figure"),
                ("evireform_figures", "52_evireform_tables.html", ".nb-figure"), ("cara_figures", "53_cara_tables.html", ".nb-figure"),
-               ("figures", "figures.html", "img"), ("explorer", "explorer.html", None), ("api", "00_core.html", ".doc-heading")]
+               ("figures", "figures.html", "img"), ("explorer", "explorer.html#q11", None),
+               ("explorer_edges", "explorer.html#q11", ".mkg-question:not([hidden]) .mkg-edge"), ("api", "00_core.html", ".doc-heading")]
 
 
 def screenshots(out: Path = DOCS, dest: Path = ROOT / "docs" / "screenshots") -> list[Path]:
