@@ -82,8 +82,8 @@ def test_causal_parsing_with_broken_lines():
              "The second node is better.\n"  # prose
              "9 | 0.5 | 0.5 | 0.5\n"       # no candidate 9
              "4 | high | 0.2 | 0.1\n")     # a word for a number
-    scores, cnt = parse_causal(reply, 5, missing_score=0.1)
-    assert scores == [(0.9, 0.8, 0.7), (0.5, 0.2, 1.0), (0.3, 1.0, 0.5), (0.1, 0.1, 0.1), (0.1, 0.1, 0.1)]
+    scores, cnt = parse_causal(reply, 5)
+    assert scores == [(0.9, 0.8, 0.7), (0.5, 0.2, 1.0), (0.3, 1.0, 0.5), None, None]      # no usable line: unassessed
     assert cnt == dict(parsed=3, missing=2, malformed=3, clipped=1, duplicate=1)
     assert causal_score(0.9, 0.8, 0.7) == pytest.approx(0.5 * (0.5 * 0.9 + 0.5 * 0.8) + 0.5 * 0.7)
     assert causal_score(0.9, 0.8, 0.7, lam=0.25, alpha=0.75) == pytest.approx(0.75 * (0.25 * 0.9 + 0.75 * 0.8) + 0.25 * 0.7)
@@ -151,7 +151,7 @@ def test_corpus_graph_on_demo(tmp_path):
 
 
 def test_agents_scripted_control_flow(tmp_path):
-    "Scripted replies (control flow only): T_max stops the loop, a non-action falls back and is counted, two agents get two seeds."
+    "Scripted replies (control flow only): T_max stops the loop, a non-action falls back (fallback on) and is counted, two agents get two seeds."
     kg = hand_graph(); tools = KGTools(kg, tmp_path)
     seeds = []
     def script(msg):
@@ -160,7 +160,7 @@ def test_agents_scripted_control_flow(tmp_path):
     orig = llm.generate
     def spy(prompts, **kw): seeds.append(kw.get("seed")); return orig(prompts, **kw)
     llm.generate = spy
-    out = CARAAgents(tools, llm, CARAConfig(agents=2, t_max=3, show=2, variant="no_causal")).run(["Which drama film?"], seed=1)[0]
+    out = CARAAgents(tools, llm, CARAConfig(agents=2, t_max=3, show=2, variant="no_causal", fallback=True)).run(["Which drama film?"], seed=1)[0]
     # step 1 GlobalSearch -> [Film A, Film B]; steps 2, 3 unparsed -> fallback Append of the first unappended target
     assert out["lists"] == [[0, 1], [0, 1]]
     assert out["counts"]["agent_calls"] == 6 and out["counts"]["agent_unparsed"] == 4 and out["counts"]["causal_calls"] == 0
@@ -195,7 +195,7 @@ def test_schema_decoding_scripted(tmp_path):
     # parsers on their own: a bad result number, cut-off JSON, a short causal list
     assert parse_action_json('{"tool": "Neighbors", "keywords": "", "result": 4}', 3, "Q") is None
     assert parse_action_json('{"tool": "Neighbors", "keywords": "", "result": 3}', 3, "Q")["q"] == "Q"
-    assert parse_causal_json('{"scores": [{"c": 1, "e": 1, "p": 1}', 2, 0.5) == ([(0.5,) * 3] * 2, dict(parsed=0, missing=2, malformed=0, clipped=0, duplicate=0))
+    assert parse_causal_json('{"scores": [{"c": 1, "e": 1, "p": 1}', 2) == ([None] * 2, dict(parsed=0, missing=2, malformed=0, clipped=0, duplicate=0))
 
 def test_method_seam_scripted(tmp_path):
     "The registered method through the runner on the demo corpus (scripted model: control flow only)."
@@ -278,3 +278,68 @@ def test_the_parser_corpus_graph_does_not_depend_on_what_earlier_runs_extracted(
     assert len(fresh.store.triple_view.extracted) == len(ds.corpus) == len(used.store.triple_view.extracted)
     assert ga.names == gb.names and ga.edge_types == gb.edge_types and len(ga.names) > len(ds.corpus)
     assert np.array_equal(ga.heads, gb.heads) and np.array_equal(ga.tails, gb.tails) and np.array_equal(ga.edge_type, gb.edge_type)
+
+
+# --- issue 24: strict actions, unassessed candidates, the fallback off by default and counted ---------------------
+
+def test_prose_is_not_an_action():
+    "A line is an action only when it is one: prose that mentions a tool word is no action (the old parser took these)."
+    for prose in ("The user will finish the task.", "To test the performance of a search engine, we need two actions:",
+                  "I will use Neighbors: 2 | born", "We should append the first result.", "Finishing touches: none",
+                  "Searching for the director of the film", "GlobalSearching is hard", "Append the results 1 and 2"):
+        assert parse_action(prose, 3, "Q") is None, prose
+    assert parse_action("Action: GlobalSearch: Blind Shaft director", 0, "Q") == {"tool": "GlobalSearch", "q": "Blind Shaft director"}
+    assert parse_action("- Finish", 3, "Q") == {"tool": "Finish"} and parse_action("Finish.", 3, "Q") == {"tool": "Finish"}
+    assert parse_action("`Append: 2`", 3, "Q") == {"tool": "Append", "items": [1]}
+    assert parse_action("Neighbors(2, born where)", 3, "Q")["i"] == 1
+
+
+def test_reply_kinds_are_told_apart():
+    from megrag_kit.cara import reply_kind
+    assert reply_kind("", 3) == "empty" and reply_kind("  \n", 3) == "empty"
+    assert reply_kind("The user will finish the task.", 3) == "tool_word"     # prose naming a tool: what the old parser took
+    assert reply_kind("I do not know.", 3) == "prose"
+    assert reply_kind("Neighbors: 7", 3) == "invalid" and reply_kind("Append: 0", 3) == "invalid"   # an action line, no such result
+    assert reply_kind("GlobalSearch: x", 3) == "action"
+
+
+def _neighbors_script(causal_reply):
+    "GlobalSearch, Neighbors of result 1, then Finish; the causal module answers `causal_reply`; the agent prompts are kept."
+    prompts = []
+    def script(msg):
+        if msg.rstrip().endswith("Scores (index | c | e | p):"): return causal_reply
+        prompts.append(msg)
+        if "Results:\n(none)" in msg: return "GlobalSearch: comedy film"
+        if " via " not in msg: return "Neighbors: 1 | director"
+        return "Finish"
+    return ScriptedLLM(script), prompts
+
+
+def test_a_failed_causal_assessment_is_shown_unassessed(tmp_path):
+    "No usable causal line: the candidates are shown as unassessed, never as a confident [causal 0.00], and counted."
+    tools = KGTools(hand_graph(), tmp_path)
+    llm, prompts = _neighbors_script("I cannot score these.")
+    out = CARAAgents(tools, llm, CARAConfig(agents=1, t_max=4, show=1)).run(["Who directed the comedy film?"])[0]
+    shown = prompts[-1]
+    assert "[causal 0.00]" not in shown and shown.count("[causal unassessed]") == 2
+    assert out["counts"]["causal_failed"] == 1 and out["counts"]["causal_missing"] == 2
+    assert [c[4] for c in out["trace"][0][1]["causal"]] == [None, None]
+    # a partial reply: the scored candidate is shown with its score, the other as unassessed
+    llm, prompts = _neighbors_script("2 | 1 | 1 | 1")
+    out = CARAAgents(tools, llm, CARAConfig(agents=1, t_max=4, show=1)).run(["Who directed the comedy film?"])[0]
+    assert "[causal 1.00]" in prompts[-1] and prompts[-1].count("[causal unassessed]") == 1 and out["counts"]["causal_failed"] == 0
+
+
+def test_the_fallback_is_off_by_default_and_every_use_is_counted(tmp_path):
+    "Unparsed replies: by default no rule acts (nothing appended, steps wasted, counted); fallback=True counts each use."
+    tools = KGTools(hand_graph(), tmp_path)
+    script = lambda msg: "no idea" if "Results:\n(none)" not in msg else "GlobalSearch: drama film"
+    out = CARAAgents(tools, ScriptedLLM(script), CARAConfig(agents=2, t_max=3, show=2, variant="no_causal")).run(["Which drama film?"])[0]
+    c = out["counts"]
+    assert out["lists"] == [[], []] and c["agent_unparsed"] == 4 and c["fallback_uses"] == 0 and c["agent_prose"] == 4
+    assert c["by_model_GlobalSearch"] == 2 and c["by_rule_Append"] == 0 and c["appended_by_rule"] == 0
+    assert [s["action"]["tool"] for s in out["trace"][0]] == ["GlobalSearch", "None", "None"]
+    out = CARAAgents(tools, ScriptedLLM(script), CARAConfig(agents=2, t_max=3, show=2, variant="no_causal", fallback=True)).run(["Which drama film?"])[0]
+    c = out["counts"]
+    assert out["lists"] == [[0, 1], [0, 1]] and c["fallback_uses"] == 4 and c["by_rule_Append"] == 4 and c["appended_by_rule"] == 4
+    assert c["appended_by_model"] == 0 and c["by_model_GlobalSearch"] == 2
