@@ -293,7 +293,7 @@ class CARAAgents:
         `Neighbors` expansions (ranked by the sub-question) of the observed nodes linked to it, each followed by the
         `Append` of the gold passages it surfaced. A hop that cannot be filled yet is tried again after the others;
         it is dropped when no pass fills it. Then `Finish`."""
-        from .gold import fill_hop
+        from megrag_kit.gold import fill_hop
         cfg, pids = self.cfg, {h.pid for h in hops if h.pid is not None}
         def appends():
             items = [i for i, o in enumerate(st["obs"]) if o["v"] in pids and o["v"] not in st["R"]]

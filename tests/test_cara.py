@@ -343,3 +343,105 @@ def test_the_fallback_is_off_by_default_and_every_use_is_counted(tmp_path):
     c = out["counts"]
     assert out["lists"] == [[0, 1], [0, 1]] and c["fallback_uses"] == 4 and c["by_rule_Append"] == 4 and c["appended_by_rule"] == 4
     assert c["appended_by_model"] == 0 and c["by_model_GlobalSearch"] == 2
+
+
+# --- issue 24: the gold policy --------------------------------------------------------------------------------------
+
+def gold_graph():
+    "Passages 0-3 (targets) and entities 4 (Ann Director: passages 0, 1), 5 (Paris: passage 1); one edge type."
+    texts = ["Film A is a 1990 drama film directed by Ann Director.", "Ann Director is a French director born in Paris.",
+             "Bob Director is an American director born in Boston.", "Film B is a comedy.", "Ann Director", "Paris"]
+    return TextKG(names=["Film A", "Ann Director (bio)", "Bob Director", "Film B", "Ann Director", "Paris"], texts=texts,
+                  node_type=[0, 0, 0, 0, 1, 1], node_types=["passage", "entity"], heads=[0, 1, 1], tails=[4, 4, 5],
+                  edge_type=[0, 0, 0], edge_types=["mentions"], targets=("passage",))
+
+
+def _gold_q(pid1=0, pid2=1, hop2="Where was #1 born?"):
+    dec = [dict(id=1, question="Who directed Film A?", answer="Ann Director", support_pid=pid1),
+           dict(id=2, question=hop2, answer="Paris", support_pid=pid2)]
+    return Question("g1", "Where was the director of Film A born?", ["Paris"], [0, 1], "2hop", dec)
+
+
+def test_gold_policy_sub_questions_and_appends(tmp_path):
+    "Gold: hop 1's sub-question as is, hop 2's with #1 filled once hop 1's passage is appended; no model is called."
+    from megrag_kit.gold import gold_hops
+    tools = KGTools(gold_graph(), tmp_path)
+    out = CARAAgents(tools, None, CARAConfig(agents=2, policy="gold", show=2)).run(["Where was the director of Film A born?"],
+                                                                                    golds=[gold_hops(_gold_q())])[0]
+    steps = out["trace"][0]
+    assert [(s["action"]["tool"], s["action"].get("q")) for s in steps][:3] == [
+        ("GlobalSearch", "Who directed Film A?"), ("Append", None), ("GlobalSearch", "Where was Ann Director born?")]
+    assert out["lists"] == [[0, 1], [0, 1]] and out["counts"]["agent_calls"] == 0 and out["counts"]["appended_by_gold"] == 4
+    assert all(s["action"]["by"] == "gold" for s in steps) and steps[-1]["action"]["tool"] == "Finish"
+    # hop 1's passage unknown (pid None): hop 2 cannot be filled and is dropped: one search only, nothing appended
+    out = CARAAgents(tools, None, CARAConfig(agents=1, policy="gold", show=2)).run(["Q"], golds=[gold_hops(_gold_q(pid1=None))])[0]
+    assert [s["action"]["tool"] for s in out["trace"][0]] == ["GlobalSearch", "Finish"] and out["lists"] == [[]]
+
+
+def test_gold_policy_expands_neighbours_when_the_search_misses(tmp_path):
+    "show=1: hop 2's search shows only the entity Ann Director; its Neighbors expansion surfaces passage 1, appended."
+    from megrag_kit.gold import gold_hops
+    tools = KGTools(gold_graph(), tmp_path)
+    hops = gold_hops(_gold_q(hop2="Which city is #1 from?"))
+    assert [v for v, _ in tools.global_search("Which city is Ann Director from?", 1)] == [4]   # the entity, not passage 1
+    out = CARAAgents(tools, None, CARAConfig(agents=1, policy="gold", show=1)).run(["Q"], golds=[hops])[0]
+    acts = [(s["action"]["tool"], s.get("results"), s.get("appended")) for s in out["trace"][0]]
+    assert acts == [("GlobalSearch", [0], None), ("Append", None, [0]), ("GlobalSearch", [4], None), ("Neighbors", [1, 0], None),
+                    ("Append", None, [1]), ("Finish", None, None)], acts
+    assert out["lists"] == [[0, 1]] and out["counts"]["neighbors_calls"] == 1 and out["trace"][0][3]["node"] == 4
+    out = CARAAgents(tools, None, CARAConfig(agents=1, policy="gold", show=1, gold_expansions=0)).run(["Q"], golds=[hops])[0]
+    assert out["lists"] == [[0]]                                     # no expansion: hop 2's search alone does not surface passage 1
+
+
+def test_gold_policy_through_the_method_ignores_answers_and_gold_pids(tmp_path):
+    "The method with policy=gold: the same decisions and ranking when q.answers and q.gold_pids are blanked; no LLM call."
+    import copy
+    q = _gold_q()
+    blank = copy.deepcopy(q); blank.answers, blank.gold_pids = [], []
+    ds = Dataset("gold-hand", [q], [])
+    res = Resources(ds, llm=ScriptedLLM([]), embedder=None, store_root=tmp_path / "store")
+    got = []
+    for qq in (q, blank):
+        m = build_method("cara", dict(policy="gold", read=False, show=1), res)
+        m.__dict__["kg"] = gold_graph(); m.__dict__["tools"] = KGTools(m.kg, tmp_path / "kg")
+        (a,) = m.answer([qq])
+        got.append((a.retrieved, [[s["action"] for s in steps] for steps in a.trace["agents"]]))
+    assert got[0] == got[1] and got[0][0][:2] == [0, 1] and m.run_name() == "cara-gold"
+    assert a.cost.llm_calls == 0 and a.fields["appended_by_gold"] == 6
+    with pytest.raises(ValueError, match="gold decompositions"):
+        m.answer([Question("x", "No decomposition?", ["a"], [0])])
+
+
+def _musique_mini(n=3):
+    "The first `n` real MuSiQue dev questions over their own context paragraphs only (pids and support_pids remapped)."
+    import copy
+    ds = load_dataset("musique", SHARED)
+    qs = [copy.deepcopy(q) for q in ds.questions[:n]]
+    keep = sorted({p for q in qs for p in q.context_pids})
+    new = {p: i for i, p in enumerate(keep)}
+    corpus = [type(ds.corpus[p])(**{**ds.corpus[p].__dict__, "pid": new[p]}) for p in keep]
+    for q in qs:
+        q.gold_pids, q.context_pids = [new[p] for p in q.gold_pids], [new[p] for p in q.context_pids]
+        for d in q.decomposition: d["support_pid"] = new[d["support_pid"]]
+    return Dataset("musique-mini", qs, corpus)
+
+
+@needs_shared
+def test_gold_policy_on_three_real_musique_questions(tmp_path):
+    "Three real MuSiQue dev questions: the expected gold sub-questions (#1 filled by hop 1's answer), blanking-invariant."
+    import copy
+    ds = _musique_mini(3)
+    res = Resources(ds, llm=ScriptedLLM([]), embedder=None, store_root=tmp_path / "store")
+    m = build_method("cara", dict(policy="gold", read=False, triples=False, agents=1), res)
+    answers = m.answer(ds.questions)
+    searches = [[s["action"]["q"] for s in a.trace["agents"][0] if s["action"]["tool"] == "GlobalSearch"] for a in answers]
+    assert searches[0][0] == "who was the actress in my fair lady" and "what did Audrey Hepburn won a tony for" in searches[0]
+    assert searches[1][0] == "What is the author of The Age of Reason?"
+    assert "common sense which was written by Thomas Paine was an important work because it" in searches[1]
+    assert searches[2][0] == "What is the producer of Forced Vengeance?" and "what was Chuck Norris name in walker texas ranger" in searches[2]
+    blank = [copy.deepcopy(q) for q in ds.questions]
+    for q in blank: q.answers, q.gold_pids = [], []
+    again = m.answer(blank)
+    assert [a.retrieved for a in again] == [a.retrieved for a in answers]
+    assert [a.trace["agents"] for a in again] == [a.trace["agents"] for a in answers]
+    assert all(a.cost.llm_calls == 0 for a in answers)
