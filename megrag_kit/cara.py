@@ -24,7 +24,7 @@ __all__ = ['CAUSAL_SYSTEM', 'CAUSAL_SCHEMA_OUTPUT', 'AGENT_SYSTEM', 'ACTION_SCHE
            'JUDGE_SYSTEM', 'TOOLS', 'HEALTH_COLUMNS', 'COST_TABLE', 'causal_prompt', 'parse_causal', 'causal_relevance',
            'causal_score', 'count_fusion', 'fuse', 'parse_action', 'reply_kind', 'action_schema', 'parse_action_json',
            'causal_schema', 'parse_causal_json', 'CARAAgents', 'bertscore_f1', 'faithfulness', 'CARAConfig',
-           'cost_estimate', 'CARA', 'cara_summary', 'budget_curve', 'reference_prompt', 'completeness',
+           'cost_estimate', 'CARA', 'cara_summary', 'contrast_note', 'budget_curve', 'reference_prompt', 'completeness',
            'reference_answer', 'build_references']
 
 # %% ../nbs/30_cara.ipynb #09c72103
@@ -502,11 +502,12 @@ def cost_estimate(cfg, n_questions: int, s_per_call: float = 0.5) -> str:
     seconds per call (batched; a rough CPU figure for SmolLM2-135M), and the settings that make it fast."""
     agent = n_questions * cfg.agents * cfg.t_max
     causal = agent if cfg.variant in ("full", "count") else 0
-    hours = (agent + causal) * s_per_call / 3600
+    sec = (agent + causal) * s_per_call
+    when = f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.0f} min"
     return (f"CARA {cfg.variant}: at most {agent:,} agent calls ({n_questions} questions x {cfg.agents} agents x {cfg.t_max} steps) and "
-            f"{causal:,} causal-module calls, about {hours:.1f} h at {s_per_call} s per call; agents stop early at Finish. Faster: "
+            f"{causal:,} causal-module calls, about {when} at {s_per_call} s per call (agents that Finish early cost less). Faster: "
             f"--set t_max=5 --set agents=1 (the budget), --set show=5 --set neighbors_k=5 --set snippet_chars=100 (shorter "
-            f"prompts), --set variant=no_causal (no causal calls), --set policy=gold (no calls), --set read=false (no reader)")
+            f"prompts), --set variant=no_causal (no causal calls), --set read=false (no reader), or --set policy=gold (no calls)")
 
 @register
 class CARA(Method):
@@ -562,9 +563,10 @@ class CARA(Method):
             if not all(hops): raise ValueError(f"policy='gold' needs gold decompositions; question {questions[[bool(h) for h in hops].index(False)].qid} has none")
             runs = CARAAgents(tools, None, cfg).run([q.question for q in questions], golds=hops)
         else:
-            if not getattr(self, "_estimated", False):
+            if not getattr(self, "_estimated", False):            # before the first batch of a long run: what it may cost
                 self._estimated = True
-                print(cost_estimate(cfg, len(self.res.dataset.questions)), file=sys.stderr, flush=True)
+                n = len(self.res.dataset.questions)
+                if n * cfg.agents * cfg.t_max >= 600: print(cost_estimate(cfg, n) + f" [{n}: all questions of {self.res.dataset.name}; --limit scales it]", file=sys.stderr, flush=True)
             runs = CARAAgents(tools, self.res.llm, cfg).run([q.question for q in questions], seed=getattr(self, "seed", 0))
         how = "count" if cfg.variant in ("count", "no_causal_count") else "rrf"
         rankings, fields = [], []
@@ -632,6 +634,43 @@ def cara_summary(rows: list[dict]) -> dict:
         vals = [r[k] for r in rows if r.get(k) is not None]
         if vals: out[k] = round(100 * sum(vals) / len(vals), 2)
     return out
+
+# %% ../nbs/30_cara.ipynb #c24c0001
+def contrast_note(run_a, run_b) -> str:
+    """Why the paired contrast of two CARA run folders (`run.json` and `predictions.jsonl` each) **cannot differ**,
+    or `""` when it can; a table prints the note instead of a zero difference. By construction: both rankings are
+    the question's BM25 order (`fill` on, and neither run's agents appended a target node to any question, or one is
+    `global_search`); one agent per question on both sides and the two differ only in the fusion (RRF and count
+    fusion order a single list the same way); both sides run the gold policy and differ only in the causal module
+    (the gold policy does not call it); the two differ only in the causal module but the `full`/`count` side never
+    called it (no Neighbors result: the agents saw the same prompts). Observed, when none of these holds: the same
+    ranking on every paired question (`identical rankings on all n questions`)."""
+    from megrag_kit.runner import read_predictions
+    man = [json.loads((Path(d) / "run.json").read_text()) for d in (run_a, run_b)]
+    rows = [{r["id"]: r for r in read_predictions(Path(d) / "predictions.jsonl") if not r.get("failed")} for d in (run_a, run_b)]
+    ids = sorted(set(rows[0]) & set(rows[1]))
+    if not ids: return "no question in common"
+    pa, pb = (m["params"] for m in man)
+    va, vb = pa.get("variant"), pb.get("variant")
+    rest = lambda p: {k: v for k, v in p.items() if k not in ("variant", "bertscore", "faithfulness")}
+    fusion = {"full": "count", "no_causal": "no_causal_count"}
+    causal = {"full": "no_causal", "count": "no_causal_count"}
+    pair = lambda m, x, y: m.get(x) == y or m.get(y) == x
+    empty = lambda rs, p: p.get("variant") == "global_search" or all(not r.get("appended") for r in rs.values())
+    if pa.get("fill", True) and pb.get("fill", True) and empty(rows[0], pa) and empty(rows[1], pb):
+        return "identical by construction: no agent appended a node, so with fill both rankings are the question's BM25 order"
+    if rest(pa) == rest(pb):
+        if pa.get("agents") == 1 and pair(fusion, va, vb):
+            return "identical by construction: one agent, and RRF and count fusion order a single list the same way"
+        if pa.get("policy") == "gold" and pair(causal, va, vb):
+            return "identical by construction: the gold policy does not call the causal module"
+        if pair(causal, va, vb):
+            side = rows[0] if va in causal else rows[1]
+            if all(not r.get("causal_calls") for r in side.values()):
+                return "identical by construction: the causal module was never called (no Neighbors result), the prompts were the same"
+    if all(rows[0][i]["retrieved"] == rows[1][i]["retrieved"] for i in ids):
+        return f"identical rankings on all {len(ids)} questions"
+    return ""
 
 # %% ../nbs/30_cara.ipynb #b2c551f1
 def budget_curve(runs: dict) -> list[dict]:

@@ -445,3 +445,20 @@ def test_gold_policy_on_three_real_musique_questions(tmp_path):
     assert [a.retrieved for a in again] == [a.retrieved for a in answers]
     assert [a.trace["agents"] for a in again] == [a.trace["agents"] for a in answers]
     assert all(a.cost.llm_calls == 0 for a in answers)
+
+
+def test_policy_health_counters_in_the_summary(tmp_path):
+    "Scripted replies: a prose reply is counted unparsed (and as prose naming a tool), no rule acts, the summary says so."
+    from megrag_kit.cara import CARA, cara_summary
+    q = Question("h1", "Which drama film?", ["Film A"], [0])
+    replies = ["GlobalSearch: drama film", "Append: 1", "The user will finish the task.", "The user will finish the task."]
+    res = Resources(Dataset("hand", [q], []), llm=ScriptedLLM(replies), embedder=None, store_root=tmp_path / "store")
+    m = build_method("cara", dict(agents=1, t_max=4, show=2, read=False, variant="no_causal"), res)
+    m.__dict__["kg"] = hand_graph(); m.__dict__["tools"] = KGTools(m.kg, tmp_path / "kg")
+    (a,) = m.answer([q])
+    assert [s["action"]["tool"] for s in a.trace["agents"][0]] == ["GlobalSearch", "Append", "None", "None"]
+    s = cara_summary([a.fields])
+    assert s["agent_unparsed_pct"] == 50.0 and s["agent_prose_pct"] == 50.0 and s["agent_tool_word_pct"] == 50.0
+    assert s["fallback_uses"] == 0 and s["steps_by_model_pct"] == 50.0 and s["steps_lost_pct"] == 50.0 and s["appended_by_model"] == 1
+    assert s["actions"] == {"model": {"GlobalSearch": 1, "Append": 1, "None": 2}}
+    assert set(CARA.report_columns.values()) <= set(s)                 # every report column is in the summary
