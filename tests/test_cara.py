@@ -462,3 +462,20 @@ def test_policy_health_counters_in_the_summary(tmp_path):
     assert s["fallback_uses"] == 0 and s["steps_by_model_pct"] == 50.0 and s["steps_lost_pct"] == 50.0 and s["appended_by_model"] == 1
     assert s["actions"] == {"model": {"GlobalSearch": 1, "Append": 1, "None": 2}}
     assert set(CARA.report_columns.values()) <= set(s)                 # every report column is in the summary
+
+
+def test_cost_estimate_and_a_progress_bar_per_agent_step(tmp_path, monkeypatch):
+    "Before a long run: the calls and time it may cost and the settings that make it fast; the bar moves at every agent call."
+    from megrag_kit import cara
+    est = cara.cost_estimate(CARAConfig(), 200)
+    assert "90,000 agent calls (200 questions x 3 agents x 150 steps)" in est and "90,000 causal-module calls" in est
+    assert "25.0 h" in est and "--set t_max=5" in est and "--set policy=gold" in est
+    assert "0 causal-module calls" in cara.cost_estimate(CARAConfig(variant="no_causal"), 1)
+    ticks = []
+    class Bar:
+        def __init__(self, total, **kw): ticks.append(("total", total))
+        def update(self, n): ticks.append(n)
+        def close(self): ticks.append("closed")
+    monkeypatch.setattr(cara, "tqdm", Bar)
+    CARAAgents(KGTools(hand_graph(), tmp_path), ScriptedLLM(lambda m: "GlobalSearch: film"), CARAConfig(agents=2, t_max=30, variant="no_causal")).run(["Q"])
+    assert ticks[0] == ("total", 60) and ticks[1:] == [1] * 60 + ["closed"]
