@@ -123,7 +123,8 @@ AGENT_SYSTEM = (
 # an action line: optional list or quote marks and an `Action:` label, then a tool name at the start, then its
 # arguments after `:` or inside `( )`; `Finish` and `GlobalSearch` may stand alone
 _LEAD = r"^\s*(?:[-*>#]+\s*|\d+[.)]\s+)?[`\"']*\s*(?:(?:next\s+)?action\s*\d*\s*[:=]\s*)?[`\"']*\s*"
-_ACT = re.compile(_LEAD + r"(global\s?search|search|neighbou?rs|append|finish)\s*(?:(:)\s*(.*?)|\((.*)\))?\s*[`\"'.]*\s*$", re.I)
+_ACT = re.compile(_LEAD + r"(global\s?search|search|neighbou?rs|append|finish)\s*(?:(:)\s*(.*?)|\((.*)\))?\s*[`\"'.]*\s*$",
+                  re.I)
 _TOOL_WORD = re.compile(r"\b(global\s*search|search\w*|neighbou?rs?|append\w*|finish\w*)\b", re.I)
 _ITEMS = re.compile(r"^[\[(]?\s*\d+(?:\s*(?:,|;|and|&|\s)\s*\d+)*\s*[\])]?$", re.I)
 
@@ -131,25 +132,26 @@ def _action_line(line: str, n_obs: int, query: str):
     "`(action or None, is an action line)` for one line (see `parse_action`)."
     m = _ACT.match(line)
     if not m: return None, False
-    tool, colon, rest = m.group(1).lower().replace(" ", ""), m.group(2), (m.group(3) if m.group(2) else m.group(4)) or ""
-    rest = rest.strip()
+    tool, colon, paren = m.group(1).lower().replace(" ", ""), m.group(2), m.group(4) is not None
+    rest = ((m.group(3) if colon else m.group(4)) or "").strip()
     if tool == "finish": return {"tool": "Finish"}, True
     if tool in ("globalsearch", "search"):
-        if tool == "search" and not (colon or m.group(4) is not None): return None, False     # a bare "Search" is a word
+        if tool == "search" and not (colon or paren): return None, False     # a bare "Search" is a word
         return {"tool": "GlobalSearch", "q": rest.strip("\"'[]<> ") or query}, True
-    if colon is None and m.group(4) is None: return None, False                              # "Append" alone: no items
+    if colon is None and not paren: return None, False                              # "Append" alone: no items
     if tool == "append":
         if not _ITEMS.match(rest): return None, True
         nums = [int(x) for x in re.findall(r"\d+", rest)]
         if not nums or not all(1 <= x <= n_obs for x in nums): return None, True
         return {"tool": "Append", "items": list(dict.fromkeys(x - 1 for x in nums))}, True
-    parts = [p.strip() for p in re.split(r"\||,(?![^=]*=)", rest, maxsplit=1)] if m.group(4) is not None else [p.strip() for p in rest.split("|")]
-    if m.group(4) is not None and len(parts) > 1: parts = [parts[0], *[p.strip() for p in parts[1].split("|")]]
-    if not parts or not re.fullmatch(r"\[?\d+\]?", parts[0]) or not 1 <= int(parts[0].strip("[]")) <= n_obs: return None, True
+    head, _, tail = (re.split(r"([|,])", rest, maxsplit=1) + ["", ""])[:3] if paren else rest.partition("|")
+    parts = [head.strip(), *[p.strip() for p in tail.split("|")]] if tail.strip() else [head.strip()]
+    if not re.fullmatch(r"\[?\d+\]?", parts[0]) or not 1 <= int(parts[0].strip("[]")) <= n_obs: return None, True
     act = {"tool": "Neighbors", "i": int(parts[0].strip("[]")) - 1, "q": query, "node_types": None, "edge_types": None}
     for p in parts[1:]:
         k, eq, v = p.partition("=")
-        if eq and k.strip().lower() in ("node", "edge"): act[f"{k.strip().lower()}_types"] = [t.strip() for t in v.split(",") if t.strip()]
+        if eq and k.strip().lower() in ("node", "edge"):
+            act[f"{k.strip().lower()}_types"] = [t.strip() for t in v.split(",") if t.strip()]
         elif p: act["q"] = p.strip("\"'<> ")
     return act, True
 
@@ -234,9 +236,10 @@ def _short(kg, v: int, n: int) -> str:
     t = " ".join(kg.texts[v].split())
     return f"({kg.type_of(v)}) {t[:n]}"
 
-AGENT_COUNTS = ("agent_calls", "causal_calls", "global_search_calls", "neighbors_calls", "agent_unparsed", "agent_empty",
-                "agent_prose", "agent_tool_word", "agent_invalid", "fallback_uses", "causal_failed",
-                *(f"by_{w}_{a}" for w in ("model", "rule", "gold") for a in ("GlobalSearch", "Neighbors", "Append", "Finish", "None")),
+AGENT_COUNTS = ("agent_calls", "causal_calls", "global_search_calls", "neighbors_calls", "agent_unparsed",
+                "agent_empty", "agent_prose", "agent_tool_word", "agent_invalid", "fallback_uses", "causal_failed",
+                *(f"by_{w}_{a}" for w in ("model", "rule", "gold")
+                  for a in ("GlobalSearch", "Neighbors", "Append", "Finish", "None")),
                 *(f"appended_by_{w}" for w in ("model", "rule", "gold")))
 
 class CARAAgents:
@@ -273,13 +276,14 @@ class CARAAgents:
         obs = []
         for i, o in enumerate(st["obs"], 1):
             rel = f" via {','.join(o['rel'])}" if o["rel"] else ""
-            sc = f" [causal {o['score']:.2f}]" if o["score"] is not None else (" [causal unassessed]" if o.get("assessed") else "")
+            sc = (f" [causal {o['score']:.2f}]" if o["score"] is not None
+                  else " [causal unassessed]" if o.get("assessed") else "")
             obs.append(f"{i}. {_short(kg, o['v'], cfg.snippet_chars)}{rel}{sc}")
         user = (f"Question: {st['q']}\nAppended: {app}\nPaths: {paths}\nHistory:\n{hist}\nResults:\n" + ("\n".join(obs) or "(none)") + "\nNext action:")
         return [{"role": "system", "content": ACTION_SCHEMA_SYSTEM if cfg.decoding == "schema" else AGENT_SYSTEM}, {"role": "user", "content": user}]
 
     def _fallback(self, st) -> dict:
-        "The rule that stands in for an unparsed reply when `fallback` is on (ours, not the paper's; every use counted)."
+        "The rule that stands in for an unparsed reply when `fallback` is on (ours, not the paper's; each use counted)."
         if not st["obs"]: return {"tool": "GlobalSearch", "q": st["q"]}
         left = [i for i, o in enumerate(st["obs"]) if o["v"] not in st["R"] and self.kg.is_target(o["v"])]
         if left: return {"tool": "Append", "items": [left[0]]}
@@ -337,9 +341,12 @@ class CARAAgents:
                 st["gens"].append(g); st["counts"]["agent_calls"] += 1
                 act = (parse_action_json if schema else parse_action)(g.text, len(st["obs"]), st["q"])
                 if act is None:
-                    kind = ("empty" if not (g.text or "").strip() else "invalid") if schema else reply_kind(g.text, len(st["obs"]), st["q"])
+                    kind = (("empty" if not (g.text or "").strip() else "invalid") if schema
+                            else reply_kind(g.text, len(st["obs"]), st["q"]))
                     st["counts"]["agent_unparsed"] += 1; st["counts"][f"agent_{kind}"] += 1; g.unparsed = True
-                    if cfg.fallback: st["counts"]["fallback_uses"] += 1; act = {**self._fallback(st), "by": "rule", "fallback": True, "reply": kind}
+                    if cfg.fallback:
+                        st["counts"]["fallback_uses"] += 1
+                        act = {**self._fallback(st), "by": "rule", "fallback": True, "reply": kind}
                     else: act = {"tool": "None", "by": "model", "reply": kind}
                 else: act = {**act, "by": "model"}
                 st["act"] = act; st["raw"] = g.text
@@ -350,7 +357,8 @@ class CARAAgents:
         hops (`gold_hops`) of each query, required by (and only read by) `policy='gold'`."""
         cfg, kg = self.cfg, self.kg
         gold = cfg.policy == "gold"
-        if gold and (golds is None or len(golds) != len(queries)): raise ValueError("policy='gold' needs the gold hops of every query (golds)")
+        if gold and (golds is None or len(golds) != len(queries)):
+            raise ValueError("policy='gold' needs the gold hops of every query (golds)")
         use_causal = cfg.variant in ("full", "count") and not gold   # the scores inform the agent's decisions only
         sts = [dict(qi=qi, j=j, q=q, obs=[], R=[], parent={}, hist=[], trace=[], examined=set(), done=False, gens=[],
                     counts=Counter({k: 0 for k in AGENT_COUNTS}))
@@ -358,8 +366,8 @@ class CARAAgents:
         for st in sts:
             if gold: st["gold"] = self._gold_policy(st, golds[st["qi"]])
         calls = len(queries) * cfg.agents * cfg.t_max
-        self.bar = None if gold or calls < 50 else tqdm(total=cfg.agents * cfg.t_max, desc=f"CARA agent steps ({len(queries)} questions)",
-                                                        unit="step", leave=False, mininterval=5)
+        self.bar = None if gold or calls < 50 else tqdm(total=cfg.agents * cfg.t_max, unit="step", leave=False,
+                                                        desc=f"CARA agent steps ({len(queries)} questions)", mininterval=5)
         for t in range(cfg.t_max):
             live = [st for st in sts if not st["done"]]
             if not live: break
@@ -424,8 +432,10 @@ class CARAAgents:
             st["causal_counts"] = Counter(st.get("causal_counts", {})) + Counter(cnt)
             for o, sc in zip(st["obs"], scores):     # no usable line: unassessed (score None), never a score of 0
                 c, e, p = sc or (None, None, None)
-                o.update(c=c, e=e, p=p, assessed=True, score=None if sc is None else round(causal_score(c, e, p, cfg.lam, cfg.alpha), 4))
-            if cfg.causal_order: st["obs"].sort(key=lambda o: (o["score"] is None, -(o["score"] or 0)))   # unassessed last, in BM25 order
+                score = None if sc is None else round(causal_score(c, e, p, cfg.lam, cfg.alpha), 4)
+                o.update(c=c, e=e, p=p, assessed=True, score=score)
+            if cfg.causal_order:                            # the assessed by score, then the unassessed in BM25 order
+                st["obs"].sort(key=lambda o: (o["score"] is None, -(o["score"] or 0)))
             st["trace"][-1].update(causal_raw=g.text, causal=[[o["v"], o["c"], o["e"], o["p"], o["score"]] for o in st["obs"]], causal_counts=cnt)
 
 # %% ../nbs/30_cara.ipynb #f5010d36
@@ -485,16 +495,22 @@ class CARAConfig(ReaderOptions):
     read: bool = param(True, "answer with the shared reader")
     bertscore: bool = param(False, "BERTScore F1 of the answer against the gold answer (local MiniLM)")
     faithfulness: bool = param(False, "LLM-judged share of answer claims supported by the read context")
-    policy: Literal["model", "gold"] = param("model", "model: the LLM agents decide (the paper) | gold: each agent searches the gold sub-questions and appends the gold passages it surfaced (an upper bound of the mechanism; needs gold decompositions; no agent or causal calls)")
-    fallback: bool = param(False, "a fixed rule stands in for an agent reply that is no action (ours; every use counted as fallback_uses). Off: the step is lost")
-    gold_expansions: int = param(2, "policy=gold: Neighbors expansions per sub-question whose passage the search did not surface", "", 0)
+    policy: Literal["model", "gold"] = param(
+        "model", "model: the LLM agents decide (the paper) | gold: each agent searches the gold sub-questions and appends "
+        "the gold passages it surfaced (an upper bound of the mechanism; needs gold decompositions; no model call)")
+    fallback: bool = param(False, "a fixed rule stands in for an agent reply that is no action (ours; each use counted "
+                           "as fallback_uses). Off: the step is lost")
+    gold_expansions: int = param(2, "policy=gold: Neighbors expansions per sub-question whose passage the search did not "
+                                 "surface", "", 0)
     decoding: Literal["text", "schema"] = param("text", "text: the paper's line formats, parsed leniently | schema: agent actions and causal scores decoded under a JSON schema (for small local models)")
 
 TOOLS = ("GlobalSearch", "Neighbors", "Append", "Finish", "None")
-HEALTH_COLUMNS = {"prose %": "agent_prose_pct", "tool-word prose %": "agent_tool_word_pct", "invalid %": "agent_invalid_pct",
-                  "fallback uses": "fallback_uses", "causal failed %": "causal_failed_pct", "steps by model %": "steps_by_model_pct",
-                  "steps by rule %": "steps_by_rule_pct", "steps lost %": "steps_lost_pct", "appended by model": "appended_by_model",
-                  "appended by rule": "appended_by_rule", "appended by gold": "appended_by_gold"}
+HEALTH_COLUMNS = {"prose %": "agent_prose_pct", "tool-word prose %": "agent_tool_word_pct",
+                  "invalid %": "agent_invalid_pct", "fallback uses": "fallback_uses", "causal failed %": "causal_failed_pct",
+                  "steps by model %": "steps_by_model_pct", "steps by rule %": "steps_by_rule_pct",
+                  "steps by gold %": "steps_by_gold_pct", "steps lost %": "steps_lost_pct",
+                  "appended by model": "appended_by_model", "appended by rule": "appended_by_rule",
+                  "appended by gold": "appended_by_gold"}
 
 def cost_estimate(cfg, n_questions: int, s_per_call: float = 0.5) -> str:
     """A one-paragraph estimate of a CARA run's cost before it starts: the upper bounds of agent calls
@@ -504,8 +520,9 @@ def cost_estimate(cfg, n_questions: int, s_per_call: float = 0.5) -> str:
     causal = agent if cfg.variant in ("full", "count") else 0
     sec = (agent + causal) * s_per_call
     when = f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.0f} min"
-    return (f"CARA {cfg.variant}: at most {agent:,} agent calls ({n_questions} questions x {cfg.agents} agents x {cfg.t_max} steps) and "
-            f"{causal:,} causal-module calls, about {when} at {s_per_call} s per call (agents that Finish early cost less). Faster: "
+    return (f"CARA {cfg.variant}: at most {agent:,} agent calls ({n_questions} questions x {cfg.agents} agents x "
+            f"{cfg.t_max} steps) and {causal:,} causal-module calls, about {when} at {s_per_call} s per call (agents "
+            f"that Finish early cost less). Faster: "
             f"--set t_max=5 --set agents=1 (the budget), --set show=5 --set neighbors_k=5 --set snippet_chars=100 (shorter "
             f"prompts), --set variant=no_causal (no causal calls), --set read=false (no reader), or --set policy=gold (no calls)")
 
@@ -560,13 +577,17 @@ class CARA(Method):
         elif cfg.policy == "gold":
             from megrag_kit.gold import gold_hops
             hops = [gold_hops(q) for q in questions]
-            if not all(hops): raise ValueError(f"policy='gold' needs gold decompositions; question {questions[[bool(h) for h in hops].index(False)].qid} has none")
+            if not all(hops):
+                bad = next(q.qid for q, h in zip(questions, hops) if not h)
+                raise ValueError(f"policy='gold' needs gold decompositions; question {bad} has none")
             runs = CARAAgents(tools, None, cfg).run([q.question for q in questions], golds=hops)
         else:
             if not getattr(self, "_estimated", False):            # before the first batch of a long run: what it may cost
                 self._estimated = True
                 n = len(self.res.dataset.questions)
-                if n * cfg.agents * cfg.t_max >= 600: print(cost_estimate(cfg, n) + f" [{n}: all questions of {self.res.dataset.name}; --limit scales it]", file=sys.stderr, flush=True)
+                if n * cfg.agents * cfg.t_max >= 600:
+                    print(cost_estimate(cfg, n) + f" [{n}: all questions of {self.res.dataset.name}; --limit scales it]",
+                          file=sys.stderr, flush=True)
             runs = CARAAgents(tools, self.res.llm, cfg).run([q.question for q in questions], seed=getattr(self, "seed", 0))
         how = "count" if cfg.variant in ("count", "no_causal_count") else "rrf"
         rankings, fields = [], []
@@ -626,7 +647,8 @@ def cara_summary(rows: list[dict]) -> dict:
     by = {w: {a: tot(f"by_{w}_{a}") for a in TOOLS} for w in ("model", "rule", "gold")}
     steps = sum(sum(d.values()) for d in by.values())
     out["steps_by_model_pct"] = pct(steps and sum(v for a, v in by["model"].items() if a != "None"), steps)
-    out["steps_by_rule_pct"], out["steps_by_gold_pct"] = pct(sum(by["rule"].values()), steps), pct(sum(by["gold"].values()), steps)
+    out["steps_by_rule_pct"] = pct(sum(by["rule"].values()), steps)
+    out["steps_by_gold_pct"] = pct(sum(by["gold"].values()), steps)
     out["steps_lost_pct"] = pct(by["model"]["None"], steps)
     for w in ("model", "rule", "gold"): out[f"appended_by_{w}"] = mean(f"appended_by_{w}")
     out["actions"] = {w: {a: round(v / n, 3) for a, v in d.items() if v} for w, d in by.items() if any(d.values())}
@@ -647,7 +669,8 @@ def contrast_note(run_a, run_b) -> str:
     ranking on every paired question (`identical rankings on all n questions`)."""
     from megrag_kit.runner import read_predictions
     man = [json.loads((Path(d) / "run.json").read_text()) for d in (run_a, run_b)]
-    rows = [{r["id"]: r for r in read_predictions(Path(d) / "predictions.jsonl") if not r.get("failed")} for d in (run_a, run_b)]
+    rows = [{r["id"]: r for r in read_predictions(Path(d) / "predictions.jsonl") if not r.get("failed")}
+            for d in (run_a, run_b)]
     ids = sorted(set(rows[0]) & set(rows[1]))
     if not ids: return "no question in common"
     pa, pb = (m["params"] for m in man)
@@ -658,7 +681,8 @@ def contrast_note(run_a, run_b) -> str:
     pair = lambda m, x, y: m.get(x) == y or m.get(y) == x
     empty = lambda rs, p: p.get("variant") == "global_search" or all(not r.get("appended") for r in rs.values())
     if pa.get("fill", True) and pb.get("fill", True) and empty(rows[0], pa) and empty(rows[1], pb):
-        return "identical by construction: no agent appended a node, so with fill both rankings are the question's BM25 order"
+        return ("identical by construction: no agent appended a node, so with fill both rankings are the question's "
+                "BM25 order")
     if rest(pa) == rest(pb):
         if pa.get("agents") == 1 and pair(fusion, va, vb):
             return "identical by construction: one agent, and RRF and count fusion order a single list the same way"
@@ -667,7 +691,8 @@ def contrast_note(run_a, run_b) -> str:
         if pair(causal, va, vb):
             side = rows[0] if va in causal else rows[1]
             if all(not r.get("causal_calls") for r in side.values()):
-                return "identical by construction: the causal module was never called (no Neighbors result), the prompts were the same"
+                return ("identical by construction: the causal module was never called (no Neighbors result), the "
+                        "prompts were the same")
     if all(rows[0][i]["retrieved"] == rows[1][i]["retrieved"] for i in ids):
         return f"identical rankings on all {len(ids)} questions"
     return ""
