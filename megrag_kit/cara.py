@@ -366,8 +366,11 @@ class CARAAgents:
         for st in sts:
             if gold: st["gold"] = self._gold_policy(st, golds[st["qi"]])
         calls = len(queries) * cfg.agents * cfg.t_max
-        self.bar = None if gold or calls < 50 else tqdm(total=cfg.agents * cfg.t_max, unit="step", leave=False,
-                                                        desc=f"CARA agent steps ({len(queries)} questions)", mininterval=5)
+        # one tick per batched model call: each agent index's action call of a step, then the step's causal call
+        # (counted in the total as at most one per step)
+        total = cfg.agents * cfg.t_max + (cfg.t_max if use_causal else 0)
+        self.bar = None if gold or calls < 50 else tqdm(total=total, unit="call", leave=False, mininterval=5,
+                                                        desc=f"CARA agent steps ({len(queries)} questions)")
         for t in range(cfg.t_max):
             live = [st for st in sts if not st["done"]]
             if not live: break
@@ -399,6 +402,7 @@ class CARAAgents:
                     if use_causal and nb: expanded.append(st)
                 st["trace"].append(step)
             if expanded: self._assess(expanded)
+            if use_causal and self.bar is not None: self.bar.update(1)     # the step's causal call (or none needed)
         if self.bar is not None: self.bar.close(); self.bar = None
         out = []
         for qi in range(len(queries)):

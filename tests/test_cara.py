@@ -593,3 +593,8 @@ def test_cost_estimate_and_a_progress_bar_per_agent_step(tmp_path, monkeypatch):
         CARAConfig(agents=2, t_max=30, variant="no_causal"),
     ).run(["Q"])
     assert ticks[0] == ("total", 60) and ticks[1:] == [1] * 60 + ["closed"]
+    ticks.clear()  # with the causal module: one more tick per step (its call)
+    CARAAgents(
+        KGTools(hand_graph(), tmp_path), ScriptedLLM(lambda m: "GlobalSearch: film"), CARAConfig(agents=2, t_max=30)
+    ).run(["Q"])
+    assert ticks[0] == ("total", 90) and ticks[1:] == [1] * 90 + ["closed"]
