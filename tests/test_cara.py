@@ -567,7 +567,7 @@ def test_policy_health_counters_in_the_summary(tmp_path):
 
 
 def test_cost_estimate_and_a_progress_bar_per_agent_step(tmp_path, monkeypatch):
-    "Before a long run: the calls and time it may cost, the settings that make it fast; the bar moves at each agent call."
+    "Before a long run: the calls and time it may cost, the settings that make it fast; the bar ticks at each call."
     from megrag_kit import cara
 
     est = cara.cost_estimate(CARAConfig(), 200)
