@@ -668,9 +668,9 @@ def contrast_note(run_a, run_b) -> str:
     the question's BM25 order (`fill` on, and neither run's agents appended a target node to any question, or one is
     `global_search`); one agent per question on both sides and the two differ only in the fusion (RRF and count
     fusion order a single list the same way); both sides run the gold policy and differ only in the causal module
-    (the gold policy does not call it); the two differ only in the causal module but the `full`/`count` side never
-    called it (no Neighbors result: the agents saw the same prompts). Observed, when none of these holds: the same
-    ranking on every paired question (`identical rankings on all n questions`)."""
+    (the gold policy does not call it). Observed, when none of these holds: the same ranking on every paired question
+    (`identical rankings on all n questions`), and, for a causal contrast whose `full`/`count` side never called the
+    causal module (no Neighbors result), that the two differ only by the agents' sampling."""
     from megrag_kit.runner import read_predictions
     man = [json.loads((Path(d) / "run.json").read_text()) for d in (run_a, run_b)]
     rows = [{r["id"]: r for r in read_predictions(Path(d) / "predictions.jsonl") if not r.get("failed")}
@@ -692,14 +692,14 @@ def contrast_note(run_a, run_b) -> str:
             return "identical by construction: one agent, and RRF and count fusion order a single list the same way"
         if pa.get("policy") == "gold" and pair(causal, va, vb):
             return "identical by construction: the gold policy does not call the causal module"
-        if pair(causal, va, vb):
-            side = rows[0] if va in causal else rows[1]
-            if all(not r.get("causal_calls") for r in side.values()):
-                return ("identical by construction: the causal module was never called (no Neighbors result), the "
-                        "prompts were the same")
-    if all(rows[0][i]["retrieved"] == rows[1][i]["retrieved"] for i in ids):
-        return f"identical rankings on all {len(ids)} questions"
-    return ""
+    same = all(rows[0][i]["retrieved"] == rows[1][i]["retrieved"] for i in ids)
+    note = f"identical rankings on all {len(ids)} questions" if same else ""
+    if rest(pa) == rest(pb) and pair(causal, va, vb):
+        side = rows[0] if va in causal else rows[1]
+        if all(not r.get("causal_calls") for r in side.values()):     # not by construction: the agents sample
+            note = "; ".join(filter(None, [note, "the causal module was never called (no Neighbors result): the two "
+                                                 "differ only by the agents' sampling"]))
+    return note
 
 # %% ../nbs/30_cara.ipynb #b2c551f1
 def budget_curve(runs: dict) -> list[dict]:
