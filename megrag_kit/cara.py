@@ -528,7 +528,9 @@ def cost_estimate(cfg, n_questions: int, s_per_call: float = 0.5) -> str:
             f"{cfg.t_max} steps) and {causal:,} causal-module calls, about {when} at {s_per_call} s per call (agents "
             f"that Finish early cost less). Faster: "
             f"--set t_max=5 --set agents=1 (the budget), --set show=5 --set neighbors_k=5 --set snippet_chars=100 (shorter "
-            f"prompts), --set variant=no_causal (no causal calls), --set read=false (no reader), or --set policy=gold (no calls)")
+            f"prompts), --set variant=no_causal (no causal calls), --set read=false (no reader), --llm "
+            f"smollm2-135m@llamacpp (the same model quantized under llama.cpp: faster on a CPU), or --set "
+            f"policy=gold (no calls)")
 
 @register
 class CARA(Method):
