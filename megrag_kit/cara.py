@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 import numpy as np
+from tqdm.auto import tqdm
 from .core import Question
 from .jsonl import JsonlAppender, read_jsonl
 from .models import ChatModel, Cost, Generation, structured
@@ -19,11 +20,12 @@ from .kg import KGTools, TextKG, corpus_kg, read_skb
 from .method import Answer, Method, ReaderOptions, param, register
 
 # %% auto #0
-__all__ = ['CAUSAL_SYSTEM', 'CAUSAL_SCHEMA_OUTPUT', 'AGENT_SYSTEM', 'ACTION_SCHEMA_SYSTEM', 'CAUSAL_LEVELS', 'JUDGE_SYSTEM',
-           'COST_TABLE', 'causal_prompt', 'parse_causal', 'causal_relevance', 'causal_score', 'count_fusion', 'fuse',
-           'parse_action', 'action_schema', 'parse_action_json', 'causal_schema', 'parse_causal_json', 'CARAAgents',
-           'bertscore_f1', 'faithfulness', 'CARAConfig', 'CARA', 'cara_summary', 'budget_curve', 'reference_prompt',
-           'completeness', 'reference_answer', 'build_references']
+__all__ = ['CAUSAL_SYSTEM', 'CAUSAL_SCHEMA_OUTPUT', 'AGENT_SYSTEM', 'ACTION_SCHEMA_SYSTEM', 'CAUSAL_LEVELS', 'AGENT_COUNTS',
+           'JUDGE_SYSTEM', 'TOOLS', 'HEALTH_COLUMNS', 'COST_TABLE', 'causal_prompt', 'parse_causal', 'causal_relevance',
+           'causal_score', 'count_fusion', 'fuse', 'parse_action', 'reply_kind', 'action_schema', 'parse_action_json',
+           'causal_schema', 'parse_causal_json', 'CARAAgents', 'bertscore_f1', 'faithfulness', 'CARAConfig',
+           'cost_estimate', 'CARA', 'cara_summary', 'contrast_note', 'budget_curve', 'reference_prompt', 'completeness',
+           'reference_answer', 'build_references']
 
 # %% ../nbs/30_cara.ipynb #09c72103
 CAUSAL_SYSTEM = (
@@ -58,9 +60,9 @@ def causal_prompt(query: str, paths: list[str], current: str, candidates: list[s
 _CLINE = re.compile(r"^\s*[-*]?\s*\[?(\d+)\]?[.):]?\s*(?:[|,;\t]\s*)?(.*)$")
 _NUM = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)%?$")
 
-def parse_causal(text: str, n: int, missing_score: float = 0.0) -> tuple[list[tuple[float, float, float]], dict]:
+def parse_causal(text: str, n: int) -> tuple[list[tuple[float, float, float] | None], dict]:
     """`(scores, counts)` from a causal-module reply for `n` candidates: `scores[i] = (c, e, p)` of candidate `i + 1`
-    (`missing_score` three times when it has no usable line); `counts = {parsed, missing, malformed, clipped, duplicate}`
+    (`None` when it has no usable line: the candidate is unassessed, never scored 0); `counts = {parsed, missing, malformed, clipped, duplicate}`
     (rules above; blank lines are ignored)."""
     got: dict[int, tuple] = {}
     cnt = dict(parsed=0, missing=0, malformed=0, clipped=0, duplicate=0)
@@ -80,7 +82,7 @@ def parse_causal(text: str, n: int, missing_score: float = 0.0) -> tuple[list[tu
             vals.append(v)
         got[i] = tuple(vals); cnt["parsed"] += 1
     cnt["missing"] = n - len(got)
-    return [got.get(i, (missing_score,) * 3) for i in range(1, n + 1)], cnt
+    return [got.get(i) for i in range(1, n + 1)], cnt
 
 def causal_relevance(c: float, e: float, lam: float = 0.5) -> float:
     "Eq. 3: `cau = lam * c + (1 - lam) * e` (consequentiality and essentiality in [0, 1])."
@@ -118,30 +120,65 @@ AGENT_SYSTEM = (
     "Finish   (stop when the kept evidence answers the question)\n"
     "Example: GlobalSearch: director of Polish-Russian War")
 
-_ACT = re.compile(r"\b(global\s*search|search|neighbou?rs|append|finish)\b\s*[:(]?\s*(.*)", re.I)
+# an action line: optional list or quote marks and an `Action:` label, then a tool name at the start, then its
+# arguments after `:` or inside `( )`; `Finish` and `GlobalSearch` may stand alone
+_LEAD = r"^\s*(?:[-*>#]+\s*|\d+[.)]\s+)?[`\"']*\s*(?:(?:next\s+)?action\s*\d*\s*[:=]\s*)?[`\"']*\s*"
+_ACT = re.compile(_LEAD + r"(global\s?search|search|neighbou?rs|append|finish)\s*(?:(:)\s*(.*?)|\((.*)\))?\s*[`\"'.]*\s*$",
+                  re.I)
+_TOOL_WORD = re.compile(r"\b(global\s*search|search\w*|neighbou?rs?|append\w*|finish\w*)\b", re.I)
+_ITEMS = re.compile(r"^[\[(]?\s*\d+(?:\s*(?:,|;|and|&|\s)\s*\d+)*\s*[\])]?$", re.I)
+
+def _action_line(line: str, n_obs: int, query: str):
+    "`(action or None, is an action line)` for one line (see `parse_action`)."
+    m = _ACT.match(line)
+    if not m: return None, False
+    tool, colon, paren = m.group(1).lower().replace(" ", ""), m.group(2), m.group(4) is not None
+    rest = ((m.group(3) if colon else m.group(4)) or "").strip()
+    if tool == "finish": return {"tool": "Finish"}, True
+    if tool in ("globalsearch", "search"):
+        if tool == "search" and not (colon or paren): return None, False     # a bare "Search" is a word
+        return {"tool": "GlobalSearch", "q": rest.strip("\"'[]<> ") or query}, True
+    if colon is None and not paren: return None, False                              # "Append" alone: no items
+    if tool == "append":
+        if not _ITEMS.match(rest): return None, True
+        nums = [int(x) for x in re.findall(r"\d+", rest)]
+        if not nums or not all(1 <= x <= n_obs for x in nums): return None, True
+        return {"tool": "Append", "items": list(dict.fromkeys(x - 1 for x in nums))}, True
+    head, _, tail = (re.split(r"([|,])", rest, maxsplit=1) + ["", ""])[:3] if paren else rest.partition("|")
+    parts = [head.strip(), *[p.strip() for p in tail.split("|")]] if tail.strip() else [head.strip()]
+    if not re.fullmatch(r"\[?\d+\]?", parts[0]) or not 1 <= int(parts[0].strip("[]")) <= n_obs: return None, True
+    act = {"tool": "Neighbors", "i": int(parts[0].strip("[]")) - 1, "q": query, "node_types": None, "edge_types": None}
+    for p in parts[1:]:
+        k, eq, v = p.partition("=")
+        if eq and k.strip().lower() in ("node", "edge"):
+            act[f"{k.strip().lower()}_types"] = [t.strip() for t in v.split(",") if t.strip()]
+        elif p: act["q"] = p.strip("\"'<> ")
+    return act, True
 
 def parse_action(text: str, n_obs: int, query: str) -> dict | None:
     """The action in an agent reply, or `None` when there is none: `{"tool": "GlobalSearch", "q"}`, `{"tool":
     "Neighbors", "i", "q", "node_types", "edge_types"}` (`i` 0-based into the last observation of `n_obs` results),
-    `{"tool": "Append", "items": [i, ...]}` or `{"tool": "Finish"}`. An empty subquery means `query`."""
+    `{"tool": "Append", "items": [i, ...]}` or `{"tool": "Finish"}`. An empty subquery means `query`.
+
+    Strict: a line is an action only when it *is* one, i.e. it starts with the tool name (after optional list marks,
+    quotes or an `Action:` label) and the rest of the line is that tool's arguments (`Append`: only result numbers,
+    each of them an existing result; `Neighbors`: an existing result number first). Prose that mentions a tool
+    ("The user will finish the task.") is no action. The first action line of the reply counts."""
     for line in (text or "").splitlines():
-        m = _ACT.search(line)
-        if not m: continue
-        tool, rest = m.group(1).lower().replace(" ", ""), m.group(2).strip().rstrip(")").strip()
-        if tool == "finish": return {"tool": "Finish"}
-        if tool in ("globalsearch", "search"): return {"tool": "GlobalSearch", "q": rest.strip("\"'[]<> ") or query}
-        if tool == "append":
-            items = [int(x) - 1 for x in re.findall(r"\d+", rest) if 1 <= int(x) <= n_obs]
-            return {"tool": "Append", "items": list(dict.fromkeys(items))} if items else None
-        parts = [p.strip() for p in rest.split("|")]
-        if not parts or not re.fullmatch(r"\[?\d+\]?", parts[0]) or not 1 <= int(parts[0].strip("[]")) <= n_obs: return None
-        act = {"tool": "Neighbors", "i": int(parts[0].strip("[]")) - 1, "q": query, "node_types": None, "edge_types": None}
-        for p in parts[1:]:
-            k, eq, v = p.partition("=")
-            if eq and k.strip().lower() in ("node", "edge"): act[f"{k.strip().lower()}_types"] = [t.strip() for t in v.split(",") if t.strip()]
-            elif p: act["q"] = p.strip("\"'<> ")
-        return act
+        act, _ = _action_line(line, n_obs, query)
+        if act is not None: return act
     return None
+
+def reply_kind(text: str, n_obs: int, query: str = "") -> str:
+    """What an agent reply is: `action` (`parse_action` finds one), `empty` (blank), `invalid` (an action line whose
+    arguments name no existing result, e.g. `Neighbors: 7` of 3 results), `tool_word` (prose that names a tool: the
+    replies a lenient parser would have taken as actions) or `prose` (any other text)."""
+    lines = [l for l in (text or "").splitlines() if l.strip()]
+    if not lines: return "empty"
+    found = [_action_line(l, n_obs, query) for l in lines]
+    if any(a is not None for a, _ in found): return "action"
+    if any(is_line for _, is_line in found): return "invalid"
+    return "tool_word" if any(_TOOL_WORD.search(l) for l in lines) else "prose"
 
 # %% ../nbs/30_cara.ipynb #07d1de71
 ACTION_SCHEMA_SYSTEM = (
@@ -177,7 +214,7 @@ def causal_schema(n: int) -> dict:
     return {"type": "object", "properties": {"scores": {"type": "array", "minItems": n, "maxItems": n, "items": {
             "type": "object", "properties": {"c": lv, "e": lv, "p": lv}, "required": ["c", "e", "p"]}}}, "required": ["scores"]}
 
-def parse_causal_json(text: str, n: int, missing_score: float = 0.0) -> tuple[list[tuple[float, float, float]], dict]:
+def parse_causal_json(text: str, n: int) -> tuple[list[tuple[float, float, float] | None], dict]:
     """`parse_causal` for a schema-decoded reply (`causal_schema(n)`): the i-th object scores candidate i; an
     object without three numbers, or a reply that is not the JSON, counts as `malformed`/`missing` the same way;
     values are clipped to [0, 1] (counted); objects beyond `n` count as `duplicate`."""
@@ -192,19 +229,30 @@ def parse_causal_json(text: str, n: int, missing_score: float = 0.0) -> tuple[li
         if any(not 0.0 <= v <= 1.0 for v in vals): cnt["clipped"] += 1
         got[i] = tuple(min(1.0, max(0.0, float(v))) for v in vals); cnt["parsed"] += 1
     cnt["missing"] = n - len(got)
-    return [got.get(i, (missing_score,) * 3) for i in range(1, n + 1)], cnt
+    return [got.get(i) for i in range(1, n + 1)], cnt
 
 # %% ../nbs/30_cara.ipynb #80d9f304
 def _short(kg, v: int, n: int) -> str:
     t = " ".join(kg.texts[v].split())
     return f"({kg.type_of(v)}) {t[:n]}"
 
+AGENT_COUNTS = ("agent_calls", "causal_calls", "global_search_calls", "neighbors_calls", "agent_unparsed",
+                "agent_empty", "agent_prose", "agent_tool_word", "agent_invalid", "fallback_uses", "causal_failed",
+                *(f"by_{w}_{a}" for w in ("model", "rule", "gold")
+                  for a in ("GlobalSearch", "Neighbors", "Append", "Finish", "None")),
+                *(f"appended_by_{w}" for w in ("model", "rule", "gold")))
+
 class CARAAgents:
     """Run `m` CARA agents per question over `tools` (a `KGTools`) in lock step ("CARA: Causally Guided Retrieval Agent
     for Question Answering", §3). `llm`: the agents' and the causal module's model; `cfg`: a `CARAConfig`.
-    `run(queries, seed)` returns, per query, `{"lists": [R^(j)], "trace": [...], "counts": {...}, "gens": [...]}`."""
-    def __init__(self, tools, llm: ChatModel, cfg):
-        self.tools, self.kg, self.llm, self.cfg = tools, tools.kg, llm, cfg
+    `run(queries, seed)` returns, per query, `{"lists": [R^(j)], "trace": [...], "counts": {...}, "gens": [...]}`;
+    `counts` (summed over the agents) holds `AGENT_COUNTS`: the Table 4 calls, the agent replies that were no action
+    by kind (`agent_empty`, `agent_prose`, `agent_tool_word`, `agent_invalid`; `reply_kind`), `fallback_uses`,
+    `causal_failed` (causal calls with no usable line), each action by who decided it (`by_model_Append`,
+    `by_rule_...` for the fallback, `by_gold_...` for the gold policy; `None`: a step lost to an unparsed reply) and
+    the target nodes appended by each (`appended_by_model`, ...), plus `nodes_examined` and the causal parse counts."""
+    def __init__(self, tools, llm: ChatModel | None, cfg):
+        self.tools, self.kg, self.llm, self.cfg, self.bar = tools, tools.kg, llm, cfg, None
 
     def _observe(self, st, hits, via=None, rels=None):
         "Make `hits` (`[(node, bm25)]`) the agent's observation; `via`: the node expanded (Neighbors)."
@@ -228,42 +276,111 @@ class CARAAgents:
         obs = []
         for i, o in enumerate(st["obs"], 1):
             rel = f" via {','.join(o['rel'])}" if o["rel"] else ""
-            sc = f" [causal {o['score']:.2f}]" if o["score"] is not None else ""
+            sc = (f" [causal {o['score']:.2f}]" if o["score"] is not None
+                  else " [causal unassessed]" if o.get("assessed") else "")
             obs.append(f"{i}. {_short(kg, o['v'], cfg.snippet_chars)}{rel}{sc}")
         user = (f"Question: {st['q']}\nAppended: {app}\nPaths: {paths}\nHistory:\n{hist}\nResults:\n" + ("\n".join(obs) or "(none)") + "\nNext action:")
         return [{"role": "system", "content": ACTION_SCHEMA_SYSTEM if cfg.decoding == "schema" else AGENT_SYSTEM}, {"role": "user", "content": user}]
 
     def _fallback(self, st) -> dict:
+        "The rule that stands in for an unparsed reply when `fallback` is on (ours, not the paper's; each use counted)."
         if not st["obs"]: return {"tool": "GlobalSearch", "q": st["q"]}
         left = [i for i, o in enumerate(st["obs"]) if o["v"] not in st["R"] and self.kg.is_target(o["v"])]
         if left: return {"tool": "Append", "items": [left[0]]}
         return {"tool": "Neighbors", "i": 0, "q": st["q"], "node_types": None, "edge_types": None}
 
-    def run(self, queries: list[str], seed: int = 0) -> list[dict]:
+    def _gold_policy(self, st, hops):
+        """The gold policy's actions for one agent (a generator; it reads the agent's state `st` between actions and
+        the question's `GoldHop`s, nothing else): for each hop whose template `fill_hop` can fill from the answers of
+        hops whose supporting passage the agent has appended, `GlobalSearch` of that sub-question, `Append` of every
+        gold passage the observation holds, then, while the hop's own passage is not appended, up to `gold_expansions`
+        `Neighbors` expansions (ranked by the sub-question) of the observed nodes linked to it, each followed by the
+        `Append` of the gold passages it surfaced. A hop that cannot be filled yet is tried again after the others;
+        it is dropped when no pass fills it. Then `Finish`."""
+        from megrag_kit.gold import fill_hop
+        cfg, pids = self.cfg, {h.pid for h in hops if h.pid is not None}
+        def appends():
+            items = [i for i, o in enumerate(st["obs"]) if o["v"] in pids and o["v"] not in st["R"]]
+            if items: yield {"tool": "Append", "items": items}
+        done, progress = set(), True
+        while progress:
+            progress = False
+            for h in hops:
+                known = {g.k: g.answer for g in hops if g.pid is not None and g.pid in st["R"]}
+                sq = None if h.k in done else fill_hop(h.template, known)
+                if sq is None: continue
+                done.add(h.k); progress = True
+                yield {"tool": "GlobalSearch", "q": sq}
+                yield from appends()
+                if h.pid is None or h.pid in st["R"]: continue
+                links = [o["v"] for o in st["obs"] if h.pid in self.kg.neighbors(o["v"])]
+                for x, v in enumerate(links[:cfg.gold_expansions]):
+                    if h.pid in st["R"]: break
+                    if x: yield {"tool": "GlobalSearch", "q": sq}          # back to the search's results
+                    i = next((i for i, o in enumerate(st["obs"]) if o["v"] == v), None)
+                    if i is None: break
+                    yield {"tool": "Neighbors", "i": i, "q": sq, "node_types": None, "edge_types": None}
+                    yield from appends()
+        yield {"tool": "Finish"}
+
+    def _decide(self, live, t, seed):
+        "Set `st['act']` (with `by`: model, rule or gold) and `st['raw']` for every live agent state."
+        cfg = self.cfg
+        if cfg.policy == "gold":
+            for st in live:
+                st["act"] = {**next(st["gold"], {"tool": "Finish"}), "by": "gold"}; st["raw"] = None
+            return
+        schema = cfg.decoding == "schema"
+        for j in range(cfg.agents):                     # one call per agent index: each agent samples with its own seed
+            group = [st for st in live if st["j"] == j]
+            if not group: continue
+            kw = dict(json_schema=[action_schema(len(st["obs"])) for st in group], max_new_tokens=max(cfg.agent_max_new_tokens, 48)) \
+                if schema else dict(stop=["\n"], max_new_tokens=cfg.agent_max_new_tokens)
+            gens = self.llm.generate([self._prompt(st) for st in group], temperature=cfg.agent_temperature, seed=seed * 1000 + j, **kw)
+            for st, g in zip(group, gens):
+                st["gens"].append(g); st["counts"]["agent_calls"] += 1
+                act = (parse_action_json if schema else parse_action)(g.text, len(st["obs"]), st["q"])
+                if act is None:
+                    kind = (("empty" if not (g.text or "").strip() else "invalid") if schema
+                            else reply_kind(g.text, len(st["obs"]), st["q"]))
+                    st["counts"]["agent_unparsed"] += 1; st["counts"][f"agent_{kind}"] += 1; g.unparsed = True
+                    if cfg.fallback:
+                        st["counts"]["fallback_uses"] += 1
+                        act = {**self._fallback(st), "by": "rule", "fallback": True, "reply": kind}
+                    else: act = {"tool": "None", "by": "model", "reply": kind}
+                else: act = {**act, "by": "model"}
+                st["act"] = act; st["raw"] = g.text
+            if self.bar is not None: self.bar.update(1)
+
+    def run(self, queries: list[str], seed: int = 0, golds: list | None = None) -> list[dict]:
+        """Run the agents on `queries` (strings) and return one dict per query (see the class). `golds`: the gold
+        hops (`gold_hops`) of each query, required by (and only read by) `policy='gold'`."""
         cfg, kg = self.cfg, self.kg
-        use_causal = cfg.variant in ("full", "count")
+        gold = cfg.policy == "gold"
+        if gold and (golds is None or len(golds) != len(queries)):
+            raise ValueError("policy='gold' needs the gold hops of every query (golds)")
+        use_causal = cfg.variant in ("full", "count") and not gold   # the scores inform the agent's decisions only
         sts = [dict(qi=qi, j=j, q=q, obs=[], R=[], parent={}, hist=[], trace=[], examined=set(), done=False, gens=[],
-                    counts=Counter(agent_calls=0, causal_calls=0, global_search_calls=0, neighbors_calls=0, agent_unparsed=0))
+                    counts=Counter({k: 0 for k in AGENT_COUNTS}))
                for qi, q in enumerate(queries) for j in range(cfg.agents)]
+        for st in sts:
+            if gold: st["gold"] = self._gold_policy(st, golds[st["qi"]])
+        calls = len(queries) * cfg.agents * cfg.t_max
+        # one tick per batched model call: each agent index's action call of a step, then the step's causal call
+        # (counted in the total as at most one per step)
+        total = cfg.agents * cfg.t_max + (cfg.t_max if use_causal else 0)
+        self.bar = None if gold or calls < 50 else tqdm(total=total, unit="call", leave=False, mininterval=5,
+                                                        desc=f"CARA agent steps ({len(queries)} questions)")
         for t in range(cfg.t_max):
             live = [st for st in sts if not st["done"]]
             if not live: break
-            for j in range(cfg.agents):                     # one call per agent index: each agent samples with its own seed
-                group = [st for st in live if st["j"] == j]
-                if not group: continue
-                schema = cfg.decoding == "schema"
-                kw = dict(json_schema=[action_schema(len(st["obs"])) for st in group], max_new_tokens=max(cfg.agent_max_new_tokens, 48)) \
-                    if schema else dict(stop=["\n"], max_new_tokens=cfg.agent_max_new_tokens)
-                gens = self.llm.generate([self._prompt(st) for st in group], temperature=cfg.agent_temperature, seed=seed * 1000 + j, **kw)
-                for st, g in zip(group, gens):
-                    st["gens"].append(g); st["counts"]["agent_calls"] += 1
-                    act = (parse_action_json if schema else parse_action)(g.text, len(st["obs"]), st["q"])
-                    if act is None: st["counts"]["agent_unparsed"] += 1; g.unparsed = True; act = {**self._fallback(st), "fallback": True}
-                    st["act"] = act; st["raw"] = g.text
+            self._decide(live, t, seed)
             expanded = []
             for st in live:
                 act = st["act"]; step = dict(t=t + 1, raw=st["raw"], action=act)
-                if act["tool"] == "Finish": st["done"] = True; st["hist"].append("Finish")
+                st["counts"][f"by_{act['by']}_{act['tool']}"] += 1
+                if act["tool"] == "None": st["hist"].append("(the reply was no action)")
+                elif act["tool"] == "Finish": st["done"] = True; st["hist"].append("Finish")
                 elif act["tool"] == "GlobalSearch":
                     st["counts"]["global_search_calls"] += 1
                     hits = self.tools.global_search(act["q"], cfg.global_k)
@@ -272,6 +389,7 @@ class CARAAgents:
                 elif act["tool"] == "Append":
                     new = [st["obs"][i]["v"] for i in act["items"] if st["obs"][i]["v"] not in st["R"]]
                     st["R"] += new; step["appended"] = new
+                    st["counts"][f"appended_by_{act['by']}"] += sum(kg.is_target(v) for v in new)
                     st["hist"].append(f"Append: {', '.join(kg.names[v][:30] for v in new) or 'nothing new'}")
                 else:
                     v = st["obs"][act["i"]]["v"]
@@ -284,10 +402,13 @@ class CARAAgents:
                     if use_causal and nb: expanded.append(st)
                 st["trace"].append(step)
             if expanded: self._assess(expanded)
+            if use_causal and self.bar is not None: self.bar.update(1)     # the step's causal call (or none needed)
+        if self.bar is not None: self.bar.close(); self.bar = None
         out = []
         for qi in range(len(queries)):
             mine = [st for st in sts if st["qi"] == qi]
-            counts = {k: sum(st["counts"][k] for st in mine) for k in mine[0]["counts"]} if mine else {}
+            counts = sum((st["counts"] for st in mine), Counter())
+            counts = {**{k: 0 for k in AGENT_COUNTS}, **counts}
             causal = sum((Counter(st.get("causal_counts", {})) for st in mine), Counter())
             out.append(dict(lists=[[v for v in st["R"] if kg.is_target(v)] for st in mine],
                             trace=[st["trace"] for st in mine], gens=[g for st in mine for g in st["gens"]],
@@ -309,12 +430,16 @@ class CARAAgents:
                                      max_new_tokens=24 * max(len(st["obs"]) for st in sts) + 12)
         else: gens = self.llm.generate(prompts, max_new_tokens=cfg.causal_tokens_per_candidate * max(len(st["obs"]) for st in sts) + 8)
         for st, g in zip(sts, gens):
-            scores, cnt = (parse_causal_json if schema else parse_causal)(g.text, len(st["obs"]), cfg.missing_score)
-            if cnt["missing"] == len(st["obs"]): g.unparsed = True
+            scores, cnt = (parse_causal_json if schema else parse_causal)(g.text, len(st["obs"]))
+            if cnt["missing"] == len(st["obs"]): g.unparsed = True; st["counts"]["causal_failed"] += 1
             st["gens"].append(g); st["counts"]["causal_calls"] += 1
             st["causal_counts"] = Counter(st.get("causal_counts", {})) + Counter(cnt)
-            for o, (c, e, p) in zip(st["obs"], scores): o.update(c=c, e=e, p=p, score=round(causal_score(c, e, p, cfg.lam, cfg.alpha), 4))
-            if cfg.causal_order: st["obs"].sort(key=lambda o: -o["score"])
+            for o, sc in zip(st["obs"], scores):     # no usable line: unassessed (score None), never a score of 0
+                c, e, p = sc or (None, None, None)
+                score = None if sc is None else round(causal_score(c, e, p, cfg.lam, cfg.alpha), 4)
+                o.update(c=c, e=e, p=p, assessed=True, score=score)
+            if cfg.causal_order:                            # the assessed by score, then the unassessed in BM25 order
+                st["obs"].sort(key=lambda o: (o["score"] is None, -(o["score"] or 0)))
             st["trace"][-1].update(causal_raw=g.text, causal=[[o["v"], o["c"], o["e"], o["p"], o["score"]] for o in st["obs"]], causal_counts=cnt)
 
 # %% ../nbs/30_cara.ipynb #f5010d36
@@ -365,7 +490,6 @@ class CARAConfig(ReaderOptions):
     agent_max_new_tokens: int = param(32, "tokens of one agent action", "", 4)
     causal_tokens_per_candidate: int = param(16, "causal-module tokens per candidate line", "", 4)
     causal_order: bool = param(True, "show Neighbors candidates sorted by their Eq. 4 score")
-    missing_score: float = param(0.0, "c, e, p of a candidate the causal module gave no usable line", "", 0.0, 1.0)
     snippet_chars: int = param(160, "characters of a node's text shown to the agent and the causal module", "", 20)
     history: int = param(4, "past actions shown to the agent", "", 0)
     depth: int = param(30, "length of the final ranking", "", 1)
@@ -375,7 +499,38 @@ class CARAConfig(ReaderOptions):
     read: bool = param(True, "answer with the shared reader")
     bertscore: bool = param(False, "BERTScore F1 of the answer against the gold answer (local MiniLM)")
     faithfulness: bool = param(False, "LLM-judged share of answer claims supported by the read context")
+    policy: Literal["model", "gold"] = param(
+        "model", "model: the LLM agents decide (the paper) | gold: each agent searches the gold sub-questions and appends "
+        "the gold passages it surfaced (an upper bound of the mechanism; needs gold decompositions; no model call)")
+    fallback: bool = param(False, "a fixed rule stands in for an agent reply that is no action (ours; each use counted "
+                           "as fallback_uses). Off: the step is lost")
+    gold_expansions: int = param(2, "policy=gold: Neighbors expansions per sub-question whose passage the search did not "
+                                 "surface", "", 0)
     decoding: Literal["text", "schema"] = param("text", "text: the paper's line formats, parsed leniently | schema: agent actions and causal scores decoded under a JSON schema (for small local models)")
+
+TOOLS = ("GlobalSearch", "Neighbors", "Append", "Finish", "None")
+HEALTH_COLUMNS = {"prose %": "agent_prose_pct", "tool-word prose %": "agent_tool_word_pct",
+                  "invalid %": "agent_invalid_pct", "fallback uses": "fallback_uses", "causal failed %": "causal_failed_pct",
+                  "steps by model %": "steps_by_model_pct", "steps by rule %": "steps_by_rule_pct",
+                  "steps by gold %": "steps_by_gold_pct", "steps lost %": "steps_lost_pct",
+                  "appended by model": "appended_by_model", "appended by rule": "appended_by_rule",
+                  "appended by gold": "appended_by_gold"}
+
+def cost_estimate(cfg, n_questions: int, s_per_call: float = 0.5) -> str:
+    """A one-paragraph estimate of a CARA run's cost before it starts: the upper bounds of agent calls
+    (`n_questions * agents * t_max`) and causal-module calls (at most one per agent step), the time at `s_per_call`
+    seconds per call (batched; a rough CPU figure for SmolLM2-135M), and the settings that make it fast."""
+    agent = n_questions * cfg.agents * cfg.t_max
+    causal = agent if cfg.variant in ("full", "count") else 0
+    sec = (agent + causal) * s_per_call
+    when = f"{sec / 3600:.1f} h" if sec >= 3600 else f"{sec / 60:.0f} min"
+    return (f"CARA {cfg.variant}: at most {agent:,} agent calls ({n_questions} questions x {cfg.agents} agents x "
+            f"{cfg.t_max} steps) and {causal:,} causal-module calls, about {when} at {s_per_call} s per call (agents "
+            f"that Finish early cost less). Faster: "
+            f"--set t_max=5 --set agents=1 (the budget), --set show=5 --set neighbors_k=5 --set snippet_chars=100 (shorter "
+            f"prompts), --set variant=no_causal (no causal calls), --set read=false (no reader), --llm "
+            f"smollm2-135m@llamacpp (the same model quantized under llama.cpp: faster on a CPU), or --set "
+            f"policy=gold (no calls)")
 
 @register
 class CARA(Method):
@@ -388,9 +543,11 @@ class CARA(Method):
     Config = CARAConfig
     report_columns = {"agent calls": "agent_calls", "causal calls": "causal_calls", "GlobalSearch": "global_search_calls",
                       "Neighbors": "neighbors_calls", "nodes examined": "nodes_examined", "agent unparsed %": "agent_unparsed_pct",
-                      "causal missing %": "causal_missing_pct", "appended": "appended"}
+                      "causal missing %": "causal_missing_pct", "appended": "appended", **HEALTH_COLUMNS}
 
-    def run_name(self) -> str: return f"cara-{self.config.variant}"
+    def run_name(self) -> str:
+        v, gold = self.config.variant, self.config.policy == "gold"
+        return ("cara-gold" if v == "full" else f"cara-{v}-gold") if gold else f"cara-{v}"
 
     @cached_property
     def kg(self) -> TextKG:
@@ -423,7 +580,20 @@ class CARA(Method):
         base = [[v for v, _ in tools.global_search(q.question, cfg.depth, targets_only=True)] for q in questions]
         if cfg.variant == "global_search":
             runs = [dict(lists=[], trace=[], gens=[], counts={}) for _ in questions]
+        elif cfg.policy == "gold":
+            from megrag_kit.gold import gold_hops
+            hops = [gold_hops(q) for q in questions]
+            if not all(hops):
+                bad = next(q.qid for q, h in zip(questions, hops) if not h)
+                raise ValueError(f"policy='gold' needs gold decompositions; question {bad} has none")
+            runs = CARAAgents(tools, None, cfg).run([q.question for q in questions], golds=hops)
         else:
+            if not getattr(self, "_estimated", False):            # before the first batch of a long run: what it may cost
+                self._estimated = True
+                n = len(self.res.dataset.questions)
+                if n * cfg.agents * cfg.t_max >= 600:
+                    print(cost_estimate(cfg, n) + f" [{n}: all questions of {self.res.dataset.name}; --limit scales it]",
+                          file=sys.stderr, flush=True)
             runs = CARAAgents(tools, self.res.llm, cfg).run([q.question for q in questions], seed=getattr(self, "seed", 0))
         how = "count" if cfg.variant in ("count", "no_causal_count") else "rrf"
         rankings, fields = [], []
@@ -452,25 +622,86 @@ class CARA(Method):
 
 # %% ../nbs/30_cara.ipynb #6ebdc5b9
 COST_TABLE = ("agent_calls", "causal_calls", "global_search_calls", "neighbors_calls", "nodes_examined")
-
 def cara_summary(rows: list[dict]) -> dict:
     """CARA's summary fields over prediction rows (`{}` when none is a CARA row): the means per question of the Table 4
     counts (`COST_TABLE`) and of `appended` (fused agent nodes before filling), `agent_unparsed_pct` (agent replies
     that were no action, % of agent calls), `causal_missing_pct` (candidates without a usable causal line, % of
-    assessed candidates), and the means of `bertscore` and `faithfulness` (x100) where present."""
+    assessed candidates), and the means of `bertscore` and `faithfulness` (x100) where present.
+
+    Policy health (issue: no silent stand-ins): `agent_empty_pct`, `agent_prose_pct` (prose of any kind, naming a tool
+    or not), `agent_tool_word_pct` (prose naming a tool), `agent_invalid_pct` (action lines naming no existing result),
+    all % of agent calls; `fallback_uses` (mean per question) and `fallback_pct` (% of agent calls);
+    `causal_failed_pct` (% of causal calls with no usable line); `steps_by_model_pct`, `steps_by_rule_pct`,
+    `steps_by_gold_pct`, `steps_lost_pct` (an unparsed reply with the fallback off), % of agent steps;
+    `appended_by_model|rule|gold` (target nodes appended per question by each decider); and `actions`:
+    `{decider: {tool: mean per question}}`."""
     rows = [r for r in rows if "appended" in r]
     if not rows: return {}
     n = len(rows)
-    mean = lambda k: round(sum(r.get(k, 0) for r in rows) / n, 3)
+    tot = lambda k: sum(r.get(k, 0) or 0 for r in rows)
+    mean = lambda k: round(tot(k) / n, 3)
+    pct = lambda a, b: round(100 * a / b, 2) if b else None
     out = {k: mean(k) for k in (*COST_TABLE, "appended")}
-    calls = sum(r.get("agent_calls", 0) for r in rows)
-    out["agent_unparsed_pct"] = round(100 * sum(r.get("agent_unparsed", 0) for r in rows) / calls, 2) if calls else None
-    cand = sum(r.get("causal_parsed", 0) + r.get("causal_missing", 0) for r in rows)
-    out["causal_missing_pct"] = round(100 * sum(r.get("causal_missing", 0) for r in rows) / cand, 2) if cand else None
+    calls = tot("agent_calls")
+    out["agent_unparsed_pct"] = pct(tot("agent_unparsed"), calls)
+    cand = tot("causal_parsed") + tot("causal_missing")
+    out["causal_missing_pct"] = pct(tot("causal_missing"), cand)
+    for k in ("empty", "tool_word", "invalid"): out[f"agent_{k}_pct"] = pct(tot(f"agent_{k}"), calls)
+    out["agent_prose_pct"] = pct(tot("agent_prose") + tot("agent_tool_word"), calls)
+    out["fallback_uses"], out["fallback_pct"] = mean("fallback_uses"), pct(tot("fallback_uses"), calls)
+    out["causal_failed_pct"] = pct(tot("causal_failed"), tot("causal_calls"))
+    by = {w: {a: tot(f"by_{w}_{a}") for a in TOOLS} for w in ("model", "rule", "gold")}
+    steps = sum(sum(d.values()) for d in by.values())
+    out["steps_by_model_pct"] = pct(steps and sum(v for a, v in by["model"].items() if a != "None"), steps)
+    out["steps_by_rule_pct"] = pct(sum(by["rule"].values()), steps)
+    out["steps_by_gold_pct"] = pct(sum(by["gold"].values()), steps)
+    out["steps_lost_pct"] = pct(by["model"]["None"], steps)
+    for w in ("model", "rule", "gold"): out[f"appended_by_{w}"] = mean(f"appended_by_{w}")
+    out["actions"] = {w: {a: round(v / n, 3) for a, v in d.items() if v} for w, d in by.items() if any(d.values())}
     for k in ("bertscore", "faithfulness"):
         vals = [r[k] for r in rows if r.get(k) is not None]
         if vals: out[k] = round(100 * sum(vals) / len(vals), 2)
     return out
+
+# %% ../nbs/30_cara.ipynb #c24c0001
+def contrast_note(run_a, run_b) -> str:
+    """Why the paired contrast of two CARA run folders (`run.json` and `predictions.jsonl` each) **cannot differ**,
+    or `""` when it can; a table prints the note instead of a zero difference. By construction: both rankings are
+    the question's BM25 order (`fill` on, and neither run's agents appended a target node to any question, or one is
+    `global_search`); one agent per question on both sides and the two differ only in the fusion (RRF and count
+    fusion order a single list the same way); both sides run the gold policy and differ only in the causal module
+    (the gold policy does not call it). Observed, when none of these holds: the same ranking on every paired question
+    (`identical rankings on all n questions`), and, for a causal contrast whose `full`/`count` side never called the
+    causal module (no Neighbors result), that the two differ only by the agents' sampling."""
+    from megrag_kit.runner import read_predictions
+    man = [json.loads((Path(d) / "run.json").read_text()) for d in (run_a, run_b)]
+    rows = [{r["id"]: r for r in read_predictions(Path(d) / "predictions.jsonl") if not r.get("failed")}
+            for d in (run_a, run_b)]
+    ids = sorted(set(rows[0]) & set(rows[1]))
+    if not ids: return "no question in common"
+    pa, pb = (m["params"] for m in man)
+    va, vb = pa.get("variant"), pb.get("variant")
+    rest = lambda p: {k: v for k, v in p.items() if k not in ("variant", "bertscore", "faithfulness")}
+    fusion = {"full": "count", "no_causal": "no_causal_count"}
+    causal = {"full": "no_causal", "count": "no_causal_count"}
+    pair = lambda m, x, y: m.get(x) == y or m.get(y) == x
+    empty = lambda rs, p: p.get("variant") == "global_search" or all(not r.get("appended") for r in rs.values())
+    if pa.get("fill", True) and pb.get("fill", True) and empty(rows[0], pa) and empty(rows[1], pb):
+        return ("identical by construction: no agent appended a node, so with fill both rankings are the question's "
+                "BM25 order")
+    if rest(pa) == rest(pb):
+        if pa.get("agents") == 1 and pair(fusion, va, vb):
+            return "identical by construction: one agent, and RRF and count fusion order a single list the same way"
+        if pa.get("policy") == "gold" and pair(causal, va, vb):
+            return "identical by construction: the gold policy does not call the causal module"
+    same = all(rows[0][i]["retrieved"] == rows[1][i]["retrieved"] for i in ids)
+    note = f"identical rankings on all {len(ids)} questions" if same else ""
+    if rest(pa) == rest(pb) and pair(causal, va, vb):
+        side = rows[0] if va in causal else rows[1]
+        if all(not r.get("causal_calls") for r in side.values()):     # not by construction: the agents sample
+            note = "; ".join(filter(None, [note, "the causal module was never called (no Neighbors result): the two "
+                                                 "differ only by the agents' sampling"]))
+    return note
 
 # %% ../nbs/30_cara.ipynb #b2c551f1
 def budget_curve(runs: dict) -> list[dict]:

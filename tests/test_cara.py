@@ -82,8 +82,8 @@ def test_causal_parsing_with_broken_lines():
              "The second node is better.\n"  # prose
              "9 | 0.5 | 0.5 | 0.5\n"       # no candidate 9
              "4 | high | 0.2 | 0.1\n")     # a word for a number
-    scores, cnt = parse_causal(reply, 5, missing_score=0.1)
-    assert scores == [(0.9, 0.8, 0.7), (0.5, 0.2, 1.0), (0.3, 1.0, 0.5), (0.1, 0.1, 0.1), (0.1, 0.1, 0.1)]
+    scores, cnt = parse_causal(reply, 5)
+    assert scores == [(0.9, 0.8, 0.7), (0.5, 0.2, 1.0), (0.3, 1.0, 0.5), None, None]      # no usable line: unassessed
     assert cnt == dict(parsed=3, missing=2, malformed=3, clipped=1, duplicate=1)
     assert causal_score(0.9, 0.8, 0.7) == pytest.approx(0.5 * (0.5 * 0.9 + 0.5 * 0.8) + 0.5 * 0.7)
     assert causal_score(0.9, 0.8, 0.7, lam=0.25, alpha=0.75) == pytest.approx(0.75 * (0.25 * 0.9 + 0.75 * 0.8) + 0.25 * 0.7)
@@ -151,7 +151,7 @@ def test_corpus_graph_on_demo(tmp_path):
 
 
 def test_agents_scripted_control_flow(tmp_path):
-    "Scripted replies (control flow only): T_max stops the loop, a non-action falls back and is counted, two agents get two seeds."
+    "Scripted replies (control flow only): T_max stops the loop, a non-action falls back (fallback on) and is counted, two agents get two seeds."
     kg = hand_graph(); tools = KGTools(kg, tmp_path)
     seeds = []
     def script(msg):
@@ -160,7 +160,7 @@ def test_agents_scripted_control_flow(tmp_path):
     orig = llm.generate
     def spy(prompts, **kw): seeds.append(kw.get("seed")); return orig(prompts, **kw)
     llm.generate = spy
-    out = CARAAgents(tools, llm, CARAConfig(agents=2, t_max=3, show=2, variant="no_causal")).run(["Which drama film?"], seed=1)[0]
+    out = CARAAgents(tools, llm, CARAConfig(agents=2, t_max=3, show=2, variant="no_causal", fallback=True)).run(["Which drama film?"], seed=1)[0]
     # step 1 GlobalSearch -> [Film A, Film B]; steps 2, 3 unparsed -> fallback Append of the first unappended target
     assert out["lists"] == [[0, 1], [0, 1]]
     assert out["counts"]["agent_calls"] == 6 and out["counts"]["agent_unparsed"] == 4 and out["counts"]["causal_calls"] == 0
@@ -195,7 +195,7 @@ def test_schema_decoding_scripted(tmp_path):
     # parsers on their own: a bad result number, cut-off JSON, a short causal list
     assert parse_action_json('{"tool": "Neighbors", "keywords": "", "result": 4}', 3, "Q") is None
     assert parse_action_json('{"tool": "Neighbors", "keywords": "", "result": 3}', 3, "Q")["q"] == "Q"
-    assert parse_causal_json('{"scores": [{"c": 1, "e": 1, "p": 1}', 2, 0.5) == ([(0.5,) * 3] * 2, dict(parsed=0, missing=2, malformed=0, clipped=0, duplicate=0))
+    assert parse_causal_json('{"scores": [{"c": 1, "e": 1, "p": 1}', 2) == ([None] * 2, dict(parsed=0, missing=2, malformed=0, clipped=0, duplicate=0))
 
 def test_method_seam_scripted(tmp_path):
     "The registered method through the runner on the demo corpus (scripted model: control flow only)."
@@ -278,3 +278,323 @@ def test_the_parser_corpus_graph_does_not_depend_on_what_earlier_runs_extracted(
     assert len(fresh.store.triple_view.extracted) == len(ds.corpus) == len(used.store.triple_view.extracted)
     assert ga.names == gb.names and ga.edge_types == gb.edge_types and len(ga.names) > len(ds.corpus)
     assert np.array_equal(ga.heads, gb.heads) and np.array_equal(ga.tails, gb.tails) and np.array_equal(ga.edge_type, gb.edge_type)
+
+
+# --- issue 24: strict actions, unassessed candidates, the fallback off by default and counted ---------------------
+
+
+def test_prose_is_not_an_action():
+    "A line is an action only when it is one: prose that mentions a tool word is no action (the old parser took these)."
+    for prose in (
+        "The user will finish the task.",
+        "To test the performance of a search engine, we need two actions:",
+        "I will use Neighbors: 2 | born",
+        "We should append the first result.",
+        "Finishing touches: none",
+        "Searching for the director of the film",
+        "GlobalSearching is hard",
+        "Append the results 1 and 2",
+    ):
+        assert parse_action(prose, 3, "Q") is None, prose
+    assert parse_action("Action: GlobalSearch: Blind Shaft director", 0, "Q") == {
+        "tool": "GlobalSearch",
+        "q": "Blind Shaft director",
+    }
+    assert parse_action("- Finish", 3, "Q") == {"tool": "Finish"} and parse_action("Finish.", 3, "Q") == {
+        "tool": "Finish"
+    }
+    assert parse_action("`Append: 2`", 3, "Q") == {"tool": "Append", "items": [1]}
+    assert parse_action("Neighbors(2, born where)", 3, "Q")["i"] == 1
+
+
+def test_reply_kinds_are_told_apart():
+    from megrag_kit.cara import reply_kind
+
+    assert reply_kind("", 3) == "empty" and reply_kind("  \n", 3) == "empty"
+    assert (
+        reply_kind("The user will finish the task.", 3) == "tool_word"
+    )  # prose naming a tool: what the old parser took
+    assert reply_kind("I do not know.", 3) == "prose"
+    assert (
+        reply_kind("Neighbors: 7", 3) == "invalid" and reply_kind("Append: 0", 3) == "invalid"
+    )  # an action line, no such result
+    assert reply_kind("GlobalSearch: x", 3) == "action"
+
+
+def _neighbors_script(causal_reply):
+    "GlobalSearch, Neighbors of result 1, Finish; the causal module answers `causal_reply`; agent prompts kept."
+    prompts = []
+
+    def script(msg):
+        if msg.rstrip().endswith("Scores (index | c | e | p):"):
+            return causal_reply
+        prompts.append(msg)
+        if "Results:\n(none)" in msg:
+            return "GlobalSearch: comedy film"
+        if " via " not in msg:
+            return "Neighbors: 1 | director"
+        return "Finish"
+
+    return ScriptedLLM(script), prompts
+
+
+def test_a_failed_causal_assessment_is_shown_unassessed(tmp_path):
+    "No usable causal line: the candidates are shown as unassessed, never as a confident [causal 0.00], and counted."
+    tools = KGTools(hand_graph(), tmp_path)
+    llm, prompts = _neighbors_script("I cannot score these.")
+    out = CARAAgents(tools, llm, CARAConfig(agents=1, t_max=4, show=1)).run(["Who directed the comedy film?"])[0]
+    shown = prompts[-1]
+    assert "[causal 0.00]" not in shown and shown.count("[causal unassessed]") == 2
+    assert out["counts"]["causal_failed"] == 1 and out["counts"]["causal_missing"] == 2
+    assert [c[4] for c in out["trace"][0][1]["causal"]] == [None, None]
+    # a partial reply: the scored candidate is shown with its score, the other as unassessed
+    llm, prompts = _neighbors_script("2 | 1 | 1 | 1")
+    out = CARAAgents(tools, llm, CARAConfig(agents=1, t_max=4, show=1)).run(["Who directed the comedy film?"])[0]
+    assert (
+        "[causal 1.00]" in prompts[-1]
+        and prompts[-1].count("[causal unassessed]") == 1
+        and out["counts"]["causal_failed"] == 0
+    )
+
+
+def test_the_fallback_is_off_by_default_and_every_use_is_counted(tmp_path):
+    "Unparsed replies: by default no rule acts (nothing appended, steps lost, counted); fallback=True counts each use."
+    tools = KGTools(hand_graph(), tmp_path)
+    script = lambda msg: "no idea" if "Results:\n(none)" not in msg else "GlobalSearch: drama film"
+    out = CARAAgents(tools, ScriptedLLM(script), CARAConfig(agents=2, t_max=3, show=2, variant="no_causal")).run(
+        ["Which drama film?"]
+    )[0]
+    c = out["counts"]
+    assert out["lists"] == [[], []] and c["agent_unparsed"] == 4 and c["fallback_uses"] == 0 and c["agent_prose"] == 4
+    assert c["by_model_GlobalSearch"] == 2 and c["by_rule_Append"] == 0 and c["appended_by_rule"] == 0
+    assert [s["action"]["tool"] for s in out["trace"][0]] == ["GlobalSearch", "None", "None"]
+    out = CARAAgents(
+        tools, ScriptedLLM(script), CARAConfig(agents=2, t_max=3, show=2, variant="no_causal", fallback=True)
+    ).run(["Which drama film?"])[0]
+    c = out["counts"]
+    assert (
+        out["lists"] == [[0, 1], [0, 1]]
+        and c["fallback_uses"] == 4
+        and c["by_rule_Append"] == 4
+        and c["appended_by_rule"] == 4
+    )
+    assert c["appended_by_model"] == 0 and c["by_model_GlobalSearch"] == 2
+
+
+# --- issue 24: the gold policy --------------------------------------------------------------------------------------
+
+
+def gold_graph():
+    "Passages 0-3 (targets) and entities 4 (Ann Director: passages 0, 1), 5 (Paris: passage 1); one edge type."
+    texts = [
+        "Film A is a 1990 drama film directed by Ann Director.",
+        "Ann Director is a French director born in Paris.",
+        "Bob Director is an American director born in Boston.",
+        "Film B is a comedy.",
+        "Ann Director",
+        "Paris",
+    ]
+    return TextKG(
+        names=["Film A", "Ann Director (bio)", "Bob Director", "Film B", "Ann Director", "Paris"],
+        texts=texts,
+        node_type=[0, 0, 0, 0, 1, 1],
+        node_types=["passage", "entity"],
+        heads=[0, 1, 1],
+        tails=[4, 4, 5],
+        edge_type=[0, 0, 0],
+        edge_types=["mentions"],
+        targets=("passage",),
+    )
+
+
+def _gold_q(pid1=0, pid2=1, hop2="Where was #1 born?"):
+    dec = [
+        dict(id=1, question="Who directed Film A?", answer="Ann Director", support_pid=pid1),
+        dict(id=2, question=hop2, answer="Paris", support_pid=pid2),
+    ]
+    return Question("g1", "Where was the director of Film A born?", ["Paris"], [0, 1], "2hop", dec)
+
+
+def test_gold_policy_sub_questions_and_appends(tmp_path):
+    "Gold: hop 1's sub-question as is, hop 2's with #1 filled once hop 1's passage is appended; no model is called."
+    from megrag_kit.gold import gold_hops
+
+    tools = KGTools(gold_graph(), tmp_path)
+    out = CARAAgents(tools, None, CARAConfig(agents=2, policy="gold", show=2)).run(
+        ["Where was the director of Film A born?"], golds=[gold_hops(_gold_q())]
+    )[0]
+    steps = out["trace"][0]
+    assert [(s["action"]["tool"], s["action"].get("q")) for s in steps][:3] == [
+        ("GlobalSearch", "Who directed Film A?"),
+        ("Append", None),
+        ("GlobalSearch", "Where was Ann Director born?"),
+    ]
+    assert (
+        out["lists"] == [[0, 1], [0, 1]]
+        and out["counts"]["agent_calls"] == 0
+        and out["counts"]["appended_by_gold"] == 4
+    )
+    assert all(s["action"]["by"] == "gold" for s in steps) and steps[-1]["action"]["tool"] == "Finish"
+    # hop 1's passage unknown (pid None): hop 2 cannot be filled and is dropped: one search only, nothing appended
+    out = CARAAgents(tools, None, CARAConfig(agents=1, policy="gold", show=2)).run(
+        ["Q"], golds=[gold_hops(_gold_q(pid1=None))]
+    )[0]
+    assert [s["action"]["tool"] for s in out["trace"][0]] == ["GlobalSearch", "Finish"] and out["lists"] == [[]]
+
+
+def test_gold_policy_expands_neighbours_when_the_search_misses(tmp_path):
+    "show=1: hop 2's search shows only the entity Ann Director; its Neighbors expansion surfaces passage 1, appended."
+    from megrag_kit.gold import gold_hops
+
+    tools = KGTools(gold_graph(), tmp_path)
+    hops = gold_hops(_gold_q(hop2="Which city is #1 from?"))
+    assert [v for v, _ in tools.global_search("Which city is Ann Director from?", 1)] == [
+        4
+    ]  # the entity, not passage 1
+    out = CARAAgents(tools, None, CARAConfig(agents=1, policy="gold", show=1)).run(["Q"], golds=[hops])[0]
+    acts = [(s["action"]["tool"], s.get("results"), s.get("appended")) for s in out["trace"][0]]
+    assert acts == [
+        ("GlobalSearch", [0], None),
+        ("Append", None, [0]),
+        ("GlobalSearch", [4], None),
+        ("Neighbors", [1, 0], None),
+        ("Append", None, [1]),
+        ("Finish", None, None),
+    ], acts
+    assert out["lists"] == [[0, 1]] and out["counts"]["neighbors_calls"] == 1 and out["trace"][0][3]["node"] == 4
+    out = CARAAgents(tools, None, CARAConfig(agents=1, policy="gold", show=1, gold_expansions=0)).run(
+        ["Q"], golds=[hops]
+    )[0]
+    assert out["lists"] == [[0]]  # no expansion: hop 2's search alone does not surface passage 1
+
+
+def test_gold_policy_through_the_method_ignores_answers_and_gold_pids(tmp_path):
+    "policy=gold through the method: the same decisions and ranking with q.answers, q.gold_pids blanked; no LLM call."
+    import copy
+
+    q = _gold_q()
+    blank = copy.deepcopy(q)
+    blank.answers, blank.gold_pids = [], []
+    ds = Dataset("gold-hand", [q], [])
+    res = Resources(ds, llm=ScriptedLLM([]), embedder=None, store_root=tmp_path / "store")
+    got = []
+    for qq in (q, blank):
+        m = build_method("cara", dict(policy="gold", read=False, show=1), res)
+        m.__dict__["kg"] = gold_graph()
+        m.__dict__["tools"] = KGTools(m.kg, tmp_path / "kg")
+        (a,) = m.answer([qq])
+        got.append((a.retrieved, [[s["action"] for s in steps] for steps in a.trace["agents"]]))
+    assert got[0] == got[1] and got[0][0][:2] == [0, 1] and m.run_name() == "cara-gold"
+    assert a.cost.llm_calls == 0 and a.fields["appended_by_gold"] == 6
+    with pytest.raises(ValueError, match="gold decompositions"):
+        m.answer([Question("x", "No decomposition?", ["a"], [0])])
+
+
+def _musique_mini(n=3):
+    "The first `n` real MuSiQue dev questions over their own context paragraphs only (pids and support_pids remapped)."
+    import copy
+
+    ds = load_dataset("musique", SHARED)
+    qs = [copy.deepcopy(q) for q in ds.questions[:n]]
+    keep = sorted({p for q in qs for p in q.context_pids})
+    new = {p: i for i, p in enumerate(keep)}
+    corpus = [type(ds.corpus[p])(**{**ds.corpus[p].__dict__, "pid": new[p]}) for p in keep]
+    for q in qs:
+        q.gold_pids, q.context_pids = [new[p] for p in q.gold_pids], [new[p] for p in q.context_pids]
+        for d in q.decomposition:
+            d["support_pid"] = new[d["support_pid"]]
+    return Dataset("musique-mini", qs, corpus)
+
+
+@needs_shared
+def test_gold_policy_on_three_real_musique_questions(tmp_path):
+    "Three real MuSiQue dev questions: the expected gold sub-questions (#1 filled by hop 1's answer); blanking-proof."
+    import copy
+
+    ds = _musique_mini(3)
+    res = Resources(ds, llm=ScriptedLLM([]), embedder=None, store_root=tmp_path / "store")
+    m = build_method("cara", dict(policy="gold", read=False, triples=False, agents=1), res)
+    answers = m.answer(ds.questions)
+    searches = [
+        [s["action"]["q"] for s in a.trace["agents"][0] if s["action"]["tool"] == "GlobalSearch"] for a in answers
+    ]
+    assert (
+        searches[0][0] == "who was the actress in my fair lady"
+        and "what did Audrey Hepburn won a tony for" in searches[0]
+    )
+    assert searches[1][0] == "What is the author of The Age of Reason?"
+    assert "common sense which was written by Thomas Paine was an important work because it" in searches[1]
+    assert (
+        searches[2][0] == "What is the producer of Forced Vengeance?"
+        and "what was Chuck Norris name in walker texas ranger" in searches[2]
+    )
+    blank = [copy.deepcopy(q) for q in ds.questions]
+    for q in blank:
+        q.answers, q.gold_pids = [], []
+    again = m.answer(blank)
+    assert [a.retrieved for a in again] == [a.retrieved for a in answers]
+    assert [a.trace["agents"] for a in again] == [a.trace["agents"] for a in answers]
+    assert all(a.cost.llm_calls == 0 for a in answers)
+
+
+def test_policy_health_counters_in_the_summary(tmp_path):
+    "Scripted replies: a prose reply is counted unparsed (and as naming a tool), no rule acts, the summary says so."
+    from megrag_kit.cara import CARA, cara_summary
+
+    q = Question("h1", "Which drama film?", ["Film A"], [0])
+    replies = [
+        "GlobalSearch: drama film",
+        "Append: 1",
+        "The user will finish the task.",
+        "The user will finish the task.",
+    ]
+    res = Resources(Dataset("hand", [q], []), llm=ScriptedLLM(replies), embedder=None, store_root=tmp_path / "store")
+    m = build_method("cara", dict(agents=1, t_max=4, show=2, read=False, variant="no_causal"), res)
+    m.__dict__["kg"] = hand_graph()
+    m.__dict__["tools"] = KGTools(m.kg, tmp_path / "kg")
+    (a,) = m.answer([q])
+    assert [s["action"]["tool"] for s in a.trace["agents"][0]] == ["GlobalSearch", "Append", "None", "None"]
+    s = cara_summary([a.fields])
+    assert s["agent_unparsed_pct"] == 50.0 and s["agent_prose_pct"] == 50.0 and s["agent_tool_word_pct"] == 50.0
+    assert (
+        s["fallback_uses"] == 0
+        and s["steps_by_model_pct"] == 50.0
+        and s["steps_lost_pct"] == 50.0
+        and s["appended_by_model"] == 1
+    )
+    assert s["actions"] == {"model": {"GlobalSearch": 1, "Append": 1, "None": 2}}
+    assert set(CARA.report_columns.values()) <= set(s)  # every report column is in the summary
+
+
+def test_cost_estimate_and_a_progress_bar_per_agent_step(tmp_path, monkeypatch):
+    "Before a long run: the calls and time it may cost, the settings that make it fast; the bar ticks at each call."
+    from megrag_kit import cara
+
+    est = cara.cost_estimate(CARAConfig(), 200)
+    assert "90,000 agent calls (200 questions x 3 agents x 150 steps)" in est and "90,000 causal-module calls" in est
+    assert "25.0 h" in est and "--set t_max=5" in est and "--set policy=gold" in est
+    assert "0 causal-module calls" in cara.cost_estimate(CARAConfig(variant="no_causal"), 1)
+    ticks = []
+
+    class Bar:
+        def __init__(self, total, **kw):
+            ticks.append(("total", total))
+
+        def update(self, n):
+            ticks.append(n)
+
+        def close(self):
+            ticks.append("closed")
+
+    monkeypatch.setattr(cara, "tqdm", Bar)
+    CARAAgents(
+        KGTools(hand_graph(), tmp_path),
+        ScriptedLLM(lambda m: "GlobalSearch: film"),
+        CARAConfig(agents=2, t_max=30, variant="no_causal"),
+    ).run(["Q"])
+    assert ticks[0] == ("total", 60) and ticks[1:] == [1] * 60 + ["closed"]
+    ticks.clear()  # with the causal module: one more tick per step (its call)
+    CARAAgents(
+        KGTools(hand_graph(), tmp_path), ScriptedLLM(lambda m: "GlobalSearch: film"), CARAConfig(agents=2, t_max=30)
+    ).run(["Q"])
+    assert ticks[0] == ("total", 90) and ticks[1:] == [1] * 90 + ["closed"]
