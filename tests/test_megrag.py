@@ -331,8 +331,8 @@ def _gold_question(demo):
     "The first demo question with a hand-made two-hop gold decomposition over its own context (hop 1 in p7, hop 2 in p8)."
     from dataclasses import replace
     q = demo.questions[0]
-    dec = [dict(id=1, question="Who is the father of Charles Mathew?", answer="James Charles Mathew", paragraph_support_idx=7),
-           dict(id=2, question="Where was #1 buried?", answer="Cork", paragraph_support_idx=8)]
+    dec = [dict(id=1, question="Who is the father of Charles Mathew?", answer="James Charles Mathew", support_pid=7),
+           dict(id=2, question="Where was #1 buried?", answer="Cork", support_pid=8)]
     return replace(q, decomposition=dec)
 
 
@@ -393,8 +393,9 @@ def test_gold_policy_needs_a_decomposition(demo, vectors):
 
 @pytest.fixture(scope="module")
 def musique():
-    try: return load_dataset("musique")
-    except Exception as e: pytest.skip(f"MuSiQue dev not available here: {e}")
+    from conftest import needs_shared
+    if needs_shared.args[0]: pytest.skip(needs_shared.kwargs["reason"])
+    return load_dataset("musique")
 
 
 MUSIQUE_HOPS = {"2hop__82713_84616": 2, "2hop__269766_43945": 2, "2hop__519160_78303": 2}   # the first three MuSiQue dev questions
