@@ -27,7 +27,7 @@ __all__ = ['COMPOSITIONS', 'VARIANTS', 'SUFFICIENCY_SCHEMA', 'TEXT_PATTERN', 'NO
            'sufficiency_prompt', 'example_graph', 'system_text', 'node_prompt', 'node_errors', 'coerce_node',
            'forced_continue', 'resolver_context', 'raw_evidence_line', 'relation_bank', 'shuffled_relation', 'MEGRAG',
            'candidate_lines', 'single_schema', 'single_prompt', 'select_units', 'gold_evidence', 'gold_query',
-           'question_composition', 'composition_by_step', 'megrag_summary']
+           'gold_reader_context', 'question_composition', 'composition_by_step', 'megrag_summary']
 
 # %% ../nbs/10_megrag.ipynb #929b6c87
 COMPOSITIONS = {"T": ("triples",), "T+S": ("triples", "sentences"), "T+S+P": ("triples", "sentences", "passages"),
@@ -792,11 +792,18 @@ def gold_query(hops: list[GoldHop], k: int, answers: dict, queries: dict) -> tup
     sub = lambda m: str(answers.get(int(m.group(1))) or "").strip() or f"the answer to: {queries.get(int(m.group(1)), '')}".strip()
     return re.sub(r"#(\d+)", sub, t), False
 
+def gold_reader_context(evidence: dict) -> tuple[list[str], bool]:
+    """`(context, ranked)`: what the reader reads of a gold `Z_i`. When `Z_i` holds passages, the passages in rank order
+    (`ranked`: the shared reader shows its first `reader_max_passages`, best last; a passage holds its sentences and
+    triples); otherwise the triple and sentence texts of `Z_i`, fine to coarse, all of them, as given."""
+    if evidence.get("passages"): return [t for _, t in evidence["passages"]], True
+    return [t for g in ("triples", "sentences") for _, t in evidence.get(g, [])], False
+
 @patch
 def gold_step(self: MEGRAG, qs: list[Question], nodes: list[Node], cands: list[Candidates], graphs: list[EvidenceGraph]):
     """`policy=gold` at one step: the gold decomposition (`gold_hops`) replaces every decision the policy LLM makes, and
     nothing else. `Z_i` is `gold_evidence` over the node's real candidates, the intermediate answer `b_i` is the shared
-    reader's answer to `q_i` from `Z_i` (fine to coarse, shown as given), the node stops after the last gold hop with
+    reader's answer to `q_i` from `Z_i` (`gold_reader_context`), the node stops after the last gold hop with
     `y_i = b_i`, and `q_{i+1}` is the next hop's sub-question with `#k` filled by the reader's `b_k` (`gold_query`).
     Reads only `GoldHop` fields (never `q.answers` or `q.gold_pids`). `ValueError` naming the question for one without
     a gold decomposition."""
@@ -807,9 +814,14 @@ def gold_step(self: MEGRAG, qs: list[Question], nodes: list[Node], cands: list[C
         hopss.append(hops)
         n.composition, n.evidence, rule = gold_evidence(c, self.levels(), hops[n.step - 1])
         if rule: n.rules.append(rule)
-        ctxs.append([t for g in ("triples", "sentences", "passages") for _, t in n.evidence.get(g, [])])
-    reader = self.config.reader(self.llm, max_passages=max(1, max(map(len, ctxs), default=1)), best_last=False)
-    reads = reader.answer([n.query for n in nodes], ctxs, ranked=False)
+        ctxs.append(gold_reader_context(n.evidence))
+    reads = [None] * len(nodes)
+    for ranked in (True, False):       # passages: the shared reader as configured; lines of one passage: all of them, as given
+        idx = [i for i, (_, r) in enumerate(ctxs) if r == ranked]
+        if not idx: continue
+        reader = self.config.reader(self.llm) if ranked else self.config.reader(self.llm, max_passages=max(len(ctxs[i][0]) for i in idx),
+                                                                                best_last=False)
+        for i, r in zip(idx, reader.answer([nodes[i].query for i in idx], [ctxs[i][0] for i in idx], ranked=ranked)): reads[i] = r
     for n, g, hops, r in zip(nodes, graphs, hopss, reads):
         for gen in r.generations: n.book(gen)
         n.intermediate_answer = r.answer
