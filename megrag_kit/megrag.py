@@ -25,9 +25,10 @@ __all__ = ['COMPOSITIONS', 'VARIANTS', 'SUFFICIENCY_SCHEMA', 'TEXT_PATTERN', 'NO
            'RULES', 'LEVELS', 'UNIT_PATTERN', 'SINGLE_SYSTEM', 'SINGLE_EXAMPLES', 'MEGRAGConfig', 'Candidates',
            'collect_candidates', 'Node', 'EvidenceGraph', 'evidence_lines', 'graph_summary', 'node_schema',
            'sufficiency_prompt', 'example_graph', 'system_text', 'node_prompt', 'node_errors', 'coerce_node',
-           'forced_continue', 'resolver_context', 'raw_evidence_line', 'relation_bank', 'shuffled_relation', 'MEGRAG',
-           'candidate_lines', 'single_schema', 'single_prompt', 'select_units', 'gold_evidence', 'gold_query',
-           'gold_reader_context', 'question_composition', 'composition_by_step', 'megrag_summary']
+           'forced_continue', 'resolver_context', 'raw_evidence_line', 'ranked_retrieval', 'relation_bank',
+           'shuffled_relation', 'MEGRAG', 'candidate_lines', 'single_schema', 'single_prompt', 'select_units',
+           'gold_evidence', 'gold_query', 'gold_reader_context', 'question_composition', 'composition_by_step',
+           'megrag_summary']
 
 # %% ../nbs/10_megrag.ipynb #929b6c87
 COMPOSITIONS = {"T": ("triples",), "T+S": ("triples", "sentences"), "T+S+P": ("triples", "sentences", "passages"),
@@ -67,6 +68,8 @@ class MEGRAGConfig(ReaderOptions):
                                                          "Z_i), single (the paper's Eq. 6: one call sees x, q_i, H_i and C_i at every "
                                                          "granularity) or gold (the gold decomposition decides, the reader answers each hop; "
                                                          "an upper bound, needs gold sub-questions)", "pi")
+    ranking: Literal["score", "steps"] = param("score", "the ranked list of Recall@K: every step's dense top N_P pooled by best cosine "
+                                               "(as IRCoT's pool), or step 1's list, then each later step's new passages")
     raw_answer: Literal["reader", "count"] = param("reader", "a final answer that is a raw evidence line (a triple with its ` | `, a unit "
                                                    "id): re-answered by the reader over the selected evidence, or only counted")
     max_selected: int = param(6, "policy=single: most unit ids the policy may select for Z_i", min=1)
@@ -143,6 +146,7 @@ class Node:
     next_query: str = ""                                # q_{i+1}
     relation: str = ""                                  # r_i
     retrieved: list = field(default_factory=list)      # C^P_i: the passage ids retrieved for q_i, best first
+    scores: list = field(default_factory=list)         # their cosines to q_i, in the same order
     sufficiency: list = field(default_factory=list)    # [[composition, judged sufficient]] in the order asked (None: unparsed)
     parsed_ok: bool = True                              # the first output parsed and was valid
     repaired: bool = False                              # re-asked once
@@ -392,7 +396,7 @@ def resolver_context(graph: EvidenceGraph) -> list[str]:
     return ([f"Step {n.step} evidence:\n" + "\n".join(t for _, t in sum(n.evidence.values(), [])) for n in graph.nodes] +
             [f"Candidate answer from the last step: {graph.nodes[-1].intermediate_answer}"])
 
-RAW_LINE = re.compile(r"\S\s\|\s\S|^\s*\[[tsp][0-9]+(?:\.[0-9]+)?\]|^\s*[tsp][0-9]+(?:\.[0-9]+)?\s*$")
+RAW_LINE = re.compile(r"\S\s\|(?:\s|$)|^\s*\[[tsp][0-9]+(?:\.[0-9]+)?\]|^\s*[tsp][0-9]+(?:\.[0-9]+)?\s*$")
 
 def raw_evidence_line(answer: str) -> bool:
     """Whether a final answer is a raw evidence line rather than an answer: a triple written with its ` | ` separators
@@ -410,6 +414,23 @@ RULES = {  # every rule that can replace a decision the MEGRAG policy LLM was as
     "gold_answer_unseen": "gold: no level's units of the supporting passage hold the sub-answer; its coarsest-level units",
     "gold_unfilled": "gold: a #k the reader left blank, filled with 'the answer to: q_k'",
 }
+
+
+def ranked_retrieval(graph: EvidenceGraph, ranking: str = "score") -> list[int]:
+    """The ranked list of passage ids a MEGRAG run retrieved (what Recall@K and MRR read), each passage once.
+
+    `ranking="score"`: every step's dense top `N_P` pooled by the best cosine any step gave a passage, ties in order of
+    first retrieval (the rule of IRCoT's pool, `ircot.merge_hits`): a later hop's passage found with a high cosine by its own query ranks
+    as high as the first hop's. `"steps"`: step 1's list, then each later step's new passages (Recall@10 then sees
+    step 1 only when `N_P = 10`). A node without cosines (a trace written before they were kept) counts as `steps`."""
+    if ranking == "steps" or any(len(n.scores) != len(n.retrieved) for n in graph.nodes):
+        return list(dict.fromkeys(p for n in graph.nodes for p in n.retrieved))
+    if ranking != "score": raise ValueError(f"ranking must be score|steps, got {ranking!r}")
+    best: dict[int, float] = {}
+    for n in graph.nodes:
+        for p, s in zip(n.retrieved, n.scores):
+            if p not in best or s > best[p]: best[p] = s
+    return sorted(best, key=lambda p: -best[p])       # stable: ties keep the order of first retrieval
 
 
 # %% ../nbs/10_megrag.ipynb #6d97e33e
@@ -442,7 +463,7 @@ class MEGRAG(Method):
     Built from `MEGRAGConfig` and `Resources`: the resources' LLM is the policy `pi` (Eq. 6) and answers the final
     resolver through the shared reader; the evidence store gives `C_i` (Eq. 5). `answer(questions)` runs the loop in
     lock-step batches and returns one `Answer` per question: the stop's answer span (or the resolver's answer), the
-    passage ids it retrieved (each step's dense top `N_P` in step order, repeats dropped: the ranked list of Recall@K; the
+    passage ids it retrieved (each step's dense top `N_P`, pooled by `ranked_retrieval`: the ranked list of Recall@K; the
     selected evidence's share of gold passages is `evidence_recall`), the evidence graph as the trace, its cost,
     and the per-question fields `megrag_summary` reads."""
     name = "megrag"
@@ -581,7 +602,7 @@ class MEGRAG(Method):
             hits = self.store.search([queries[i] for i in active], cfg.n_p)
             if "triples" in self._views(): self.store.extract_triples([p for h in hits for p, _ in h])
             cands = [collect_candidates(self.store, h, cfg.n_s, cfg.n_t, self._views()) for h in hits]
-            nodes = [Node(step, queries[i], retrieved=[p for p, _ in h]) for i, h in zip(active, hits)]
+            nodes = [Node(step, queries[i], retrieved=[p for p, _ in h], scores=[round(float(x), 4) for _, x in h]) for i, h in zip(active, hits)]
             if cfg.policy == "single": self.single_step([questions[i] for i in active], nodes, cands, [graphs[i] for i in active])
             elif cfg.policy == "gold": self.gold_step([questions[i] for i in active], nodes, cands, [graphs[i] for i in active])
             else:
@@ -621,7 +642,7 @@ class MEGRAG(Method):
 
     def _answer(self, q: Question, g: EvidenceGraph, pred: str) -> Answer:
         selected = list(dict.fromkeys(unit_pid(u) for n in g.nodes for u in n.unit_ids()))
-        retrieved = list(dict.fromkeys(p for n in g.nodes for p in n.retrieved))   # what it retrieved: step 1's dense list, then step 2's new ones...
+        retrieved = ranked_retrieval(g, self.config.ranking)
         cost = sum((n.cost() for n in g.nodes), Cost())
         for extra in (g.resolver, g.answer_repair):
             if extra and "llm_calls" in extra: cost = cost + Cost(**{f.name: extra[f.name] for f in dc_fields(Cost)})
@@ -795,9 +816,10 @@ def gold_query(hops: list[GoldHop], k: int, answers: dict, queries: dict) -> tup
 def gold_reader_context(evidence: dict) -> tuple[list[str], bool]:
     """`(context, ranked)`: what the reader reads of a gold `Z_i`. When `Z_i` holds passages, the passages in rank order
     (`ranked`: the shared reader shows its first `reader_max_passages`, best last; a passage holds its sentences and
-    triples); otherwise the triple and sentence texts of `Z_i`, fine to coarse, all of them, as given."""
+    triples); otherwise the triple and sentence texts of `Z_i`, fine to coarse, all of them, as given (a triple as the
+    words `subject relation object`: shown its ` | ` separators, the reader copies whole lines as answers)."""
     if evidence.get("passages"): return [t for _, t in evidence["passages"]], True
-    return [t for g in ("triples", "sentences") for _, t in evidence.get(g, [])], False
+    return [t.replace(" | ", " ") for g in ("triples", "sentences") for _, t in evidence.get(g, [])], False
 
 @patch
 def gold_step(self: MEGRAG, qs: list[Question], nodes: list[Node], cands: list[Candidates], graphs: list[EvidenceGraph]):

@@ -226,9 +226,9 @@ def test_fixed_depth_holds_for_the_single_policy(demo, vectors):
 
 
 def test_retrieved_is_the_dense_candidates_in_step_order(demo, vectors):
-    "Recall@K ranks what MEGRAG retrieved (step 1's N_P, then step 2's new ones), not the selected evidence first."
+    "ranking=steps: Recall@K ranks what MEGRAG retrieved (step 1's N_P, then step 2's new ones), not the selected evidence first."
     p = Policy([cont("James Charles Mathew", "Who is James Charles Mathew?"), stop("Cork")], sufficient=True)
-    (r,) = make(demo, vectors, p, n_p=4).answer(demo.questions[:1])
+    (r,) = make(demo, vectors, p, n_p=4, ranking="steps").answer(demo.questions[:1])
     g = EvidenceGraph.from_dict(r.trace)
     expect = list(dict.fromkeys(g.nodes[0].retrieved + g.nodes[1].retrieved))
     assert len(g.nodes[0].retrieved) == 4 and r.retrieved == expect
@@ -310,7 +310,7 @@ def test_a_unit_id_answer_is_counted_when_repair_is_off(demo, vectors):
 
 def test_raw_evidence_lines_are_recognised():
     from megrag_kit.megrag import raw_evidence_line
-    assert all(map(raw_evidence_line, ["Theobald | is | c", "t12.3", "[s4.0] He was buried in Cork.", " p7 "]))
+    assert all(map(raw_evidence_line, ["Theobald | is | c", "t12.3", "[s4.0] He was buried in Cork.", " p7 ", "Rabbi Menachem |"]))
     assert not any(map(raw_evidence_line, ["Cork", "t1000 Bridge", "Sir James Charles Mathew", "s1 in the", "yes", ""]))
 
 
@@ -422,3 +422,14 @@ def test_gold_policy_on_three_real_musique_questions(musique, tmp_path):
     assert queries[1] == ["What is the author of The Age of Reason?",
                           "common sense which was written by READER-43945 was an important work because it"]
     assert queries[2] == ["What is the producer of Forced Vengeance?", "what was READER-78303 name in walker texas ranger"]
+
+
+def test_the_ranked_list_pools_the_steps_by_best_cosine():
+    "A later hop's passage found with a higher cosine ranks above the first step's weaker hits (Recall@10 sees both hops)."
+    from megrag_kit.megrag import Node, ranked_retrieval
+    g = EvidenceGraph("x", nodes=[Node(1, "q1", retrieved=[1, 2, 3], scores=[0.9, 0.5, 0.4]),
+                                  Node(2, "q2", retrieved=[7, 3, 8], scores=[0.8, 0.6, 0.4])])
+    assert ranked_retrieval(g) == [1, 7, 3, 2, 8]          # 3 keeps its best cosine (0.6), above 2 (0.5)
+    assert ranked_retrieval(g, "steps") == [1, 2, 3, 7, 8]
+    g.nodes[1].scores = []                                # a trace written before the cosines were kept
+    assert ranked_retrieval(g) == [1, 2, 3, 7, 8]
