@@ -12,7 +12,8 @@ from .method import Answer, ConfigError, Method, ReaderOptions, param, register
 from .reader import READER_EXAMPLES, first_sentence
 
 # %% auto #0
-__all__ = ['IRCOT_SYSTEM', 'IRCOT_CHAINS', 'ANSWER_IS', 'merge_hits', 'cot_prompt', 'cot_answer', 'IRCoTConfig', 'IRCoT']
+__all__ = ['IRCOT_SYSTEM', 'IRCOT_CHAINS', 'ANSWER_IS', 'merge_hits', 'chain_sentences', 'cot_prompt', 'cot_answer',
+           'IRCoTConfig', 'IRCoT']
 
 # %% ../nbs/11_ircot.ipynb #540930d5
 def merge_hits(steps: list[list[tuple[int, float]]], merge: str = "score", cap: int | None = None) -> list[tuple[int, float]]:
@@ -49,15 +50,26 @@ IRCOT_CHAINS = [  # one chain of thought per READER_EXAMPLES entry, in the same 
 
 ANSWER_IS = re.compile(r"\banswer\s+is\b\s*:?\s*(.*)", re.I)
 
+def chain_sentences(chain: str) -> list[str]:
+    "The sentences of a hand-written chain of `IRCOT_CHAINS` (a period, a space, then a capital letter ends one)."
+    return re.split(r"(?<=\.)\s+(?=[A-Z])", chain.strip())
+
 def cot_prompt(question: str, passages: list[str], thoughts: list[str]) -> list[dict]:
     """Chat messages of one IRCoT reason step: the rule, the few-shot chains (`IRCOT_CHAINS` over `READER_EXAMPLES`),
-    then `passages` (shown best last) with the question and the `thoughts` written so far, one sentence each."""
+    then `passages` (shown best last) with the question and the `thoughts` written so far, one sentence each.
+
+    Each worked example is one reason step in the same form as the question's: example `j` shows the first
+    `j mod n` sentences of its chain as the reasoning so far and answers with the next one only, so the examples show
+    a first step, a middle step and a last step that announces the answer ("So the answer is: ..."). A chat model
+    cannot be handed a half-written answer to continue (the paper appends the chain so far to the prompt); shown
+    whole chains, a small model repeats its first sentence at every step and never reaches the answer sentence."""
     def turn(q, ps, done=()):
         text = "Context:\n" + "\n\n".join(ps) + f"\n\nQuestion: {q}"
         return text + ("\nReasoning so far: " + " ".join(done) + "\nNext sentence:" if done else "")
     msgs = [{"role": "system", "content": IRCOT_SYSTEM}]
-    for (q, ps, _), chain in zip(READER_EXAMPLES, IRCOT_CHAINS):
-        msgs += [{"role": "user", "content": turn(q, ps)}, {"role": "assistant", "content": chain}]
+    for j, ((q, ps, _), chain) in enumerate(zip(READER_EXAMPLES, IRCOT_CHAINS)):
+        sents = chain_sentences(chain); k = j % len(sents)
+        msgs += [{"role": "user", "content": turn(q, ps, sents[:k])}, {"role": "assistant", "content": sents[k]}]
     return msgs + [{"role": "user", "content": turn(question, list(passages)[::-1], thoughts)}]
 
 def cot_answer(sentence: str) -> str | None:
@@ -70,7 +82,8 @@ def cot_answer(sentence: str) -> str | None:
 class IRCoTConfig(ReaderOptions):
     "`ircot`'s parameters: the reader's options and the retrieve-reason loop's (IRCoT paper, §3)."
     k: int = param(5, "passages retrieved per query (the question's, then each thought's)", "K", min=1)
-    max_steps: int = param(2, "reason steps at most (one CoT sentence each; each but a stopping one is followed by a retrieval)", "T", min=1)
+    max_steps: int = param(3, "reason steps at most (one CoT sentence each; each but a stopping one is followed by a retrieval); the "
+                           "worked chains state two facts, then the answer, so a two-hop chain can announce it at step 3", "T", min=1)
     stop: Literal["answer_is", "never"] = param("answer_is", "answer_is: stop when a sentence says 'answer is'; never: always max_steps")
     max_passages: int = param(15, "passages kept in the pool (and in the ranked list)", min=1)
     cot_passages: int = param(5, "best pooled passages shown to a reason step", min=1)
@@ -92,11 +105,12 @@ class IRCoT(Method):
 
     `retrieved`: the pool, best first (`merge`), at most `max_passages` ids. `trace`: `steps` (one dict per query:
     `query`, `hits` as `[pid, cosine]`), `thoughts` (the kept sentences), `stopped` (`answer`: a sentence announced it,
-    `max_steps`, or `empty`: the model wrote nothing), `cot_answer` (announced answer or `None`) and the reader's
+    `max_steps`, `empty`: the model wrote nothing, or `repeat`: it wrote an earlier sentence again, not kept), `cot_answer` (announced answer or `None`) and the reader's
     `raw` output. `fields`: `steps` (reason steps taken). `cost`: every reason and reader call of the question."""
     name = "ircot"
     Config = IRCoTConfig
-    report_columns = {"steps": "steps"}
+    report_columns = {"steps": "steps", "stopped on answer %": "stopped_answer", "stopped on a repeat %": "stopped_repeat",
+                      "empty step %": "stopped_empty"}
 
     def answer(self, questions):
         c, store, llm = self.config, self.res.store, self.res.llm
@@ -116,6 +130,8 @@ class IRCoT(Method):
                 gens[i].append(g)
                 s = first_sentence(g.text)
                 if not s: stopped[i] = "empty"; continue
+                if c.stop == "answer_is" and s.lower() in {t.lower() for t in thoughts[i]}:
+                    stopped[i] = "repeat"; continue                    # the same query would retrieve the same passages
                 thoughts[i].append(s)
                 if c.stop == "answer_is" and cot_answer(s) is not None: stopped[i] = "answer"
                 else: query.append(i)
@@ -137,8 +153,10 @@ class IRCoT(Method):
 
     @classmethod
     def summarize(cls, rows):
-        "Mean reason steps per question (`steps`) and the share of questions whose chain announced an answer (`stopped_answer`, %)."
+        """Mean reason steps per question (`steps`) and the share of questions (%) whose chain stopped because it announced
+        an answer (`stopped_answer`), repeated an earlier sentence (`stopped_repeat`) or wrote nothing (`stopped_empty`)."""
         rows = [r for r in rows if not r.get("failed")]
         if not rows: return {}
-        return {"steps": round(sum(r.get("steps", 0) for r in rows) / len(rows), 3),
-                "stopped_answer": round(100 * sum(r.get("trace", {}).get("stopped") == "answer" for r in rows) / len(rows), 2)}
+        share = lambda why: round(100 * sum(r.get("trace", {}).get("stopped") == why for r in rows) / len(rows), 2)
+        return {"steps": round(sum(r.get("steps", 0) for r in rows) / len(rows), 3), "stopped_answer": share("answer"),
+                "stopped_repeat": share("repeat"), "stopped_empty": share("empty")}

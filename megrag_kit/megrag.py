@@ -4,7 +4,7 @@
 
 # %% ../nbs/10_megrag.ipynb #fe9da31c
 from __future__ import annotations
-import json, random
+import json, random, re
 from collections import Counter
 from dataclasses import dataclass, field, asdict, fields as dc_fields
 from functools import cached_property
@@ -15,16 +15,20 @@ from .models import Cost, Generation, StructuredOutputError, parse_json, parse_s
 from fastcore.basics import patch
 from .index import EvidenceStore
 from .reader import extract_answer, answer_options
+from .metrics import normalize_answer
+from .gold import GoldHop, gold_hops, fill_hop
 from .method import Answer, ConfigError, Method, ReaderOptions, param, register
 
 # %% auto #0
 __all__ = ['COMPOSITIONS', 'VARIANTS', 'SUFFICIENCY_SCHEMA', 'TEXT_PATTERN', 'NODE_SCHEMA', 'NODE_SCHEMA_NO_RELATION',
-           'SUFFICIENCY_SYSTEM', 'SUFFICIENCY_EXAMPLES', 'RELATION_CLAUSE', 'NODE_SYSTEM', 'NODE_EXAMPLES', 'LEVELS',
-           'UNIT_PATTERN', 'SINGLE_SYSTEM', 'SINGLE_EXAMPLES', 'MEGRAGConfig', 'Candidates', 'collect_candidates',
-           'Node', 'EvidenceGraph', 'evidence_lines', 'graph_summary', 'node_schema', 'sufficiency_prompt',
-           'example_graph', 'system_text', 'node_prompt', 'node_errors', 'coerce_node', 'forced_continue',
-           'resolver_context', 'relation_bank', 'shuffled_relation', 'MEGRAG', 'candidate_lines', 'single_schema',
-           'single_prompt', 'select_units', 'question_composition', 'composition_by_step', 'megrag_summary']
+           'SUFFICIENCY_SYSTEM', 'SUFFICIENCY_EXAMPLES', 'RELATION_CLAUSE', 'NODE_SYSTEM', 'NODE_EXAMPLES', 'RAW_LINE',
+           'RULES', 'LEVELS', 'UNIT_PATTERN', 'SINGLE_SYSTEM', 'SINGLE_EXAMPLES', 'MEGRAGConfig', 'Candidates',
+           'collect_candidates', 'Node', 'EvidenceGraph', 'evidence_lines', 'graph_summary', 'node_schema',
+           'sufficiency_prompt', 'example_graph', 'system_text', 'node_prompt', 'node_errors', 'coerce_node',
+           'forced_continue', 'resolver_context', 'raw_evidence_line', 'ranked_retrieval', 'relation_bank',
+           'shuffled_relation', 'MEGRAG', 'candidate_lines', 'single_schema', 'single_prompt', 'select_units',
+           'gold_evidence', 'gold_query', 'gold_reader_context', 'question_composition', 'composition_by_step',
+           'megrag_summary']
 
 # %% ../nbs/10_megrag.ipynb #929b6c87
 COMPOSITIONS = {"T": ("triples",), "T+S": ("triples", "sentences"), "T+S+P": ("triples", "sentences", "passages"),
@@ -60,8 +64,14 @@ class MEGRAGConfig(ReaderOptions):
     relation_bank: str = param("", "relation=shuffled: a finished run folder whose traces supply other questions' relations")
     history_evidence: int = param(6, "H_i cut: evidence lines of each earlier node shown in a structured history (a choice of ours; "
                                   "the paper does not say)", min=0)
-    policy: Literal["cascade", "single"] = param("cascade", "pi: cascade (sufficiency calls T, T+S, then a node call on Z_i) or single "
-                                                 "(one call sees x, q_i, H_i and C_i at every granularity, Eq. 6)", "pi")
+    policy: Literal["cascade", "single", "gold"] = param("cascade", "pi: cascade (the kit's: sufficiency calls T, T+S, then a node call on "
+                                                         "Z_i), single (the paper's Eq. 6: one call sees x, q_i, H_i and C_i at every "
+                                                         "granularity) or gold (the gold decomposition decides, the reader answers each hop; "
+                                                         "an upper bound, needs gold sub-questions)", "pi")
+    ranking: Literal["score", "steps"] = param("score", "the ranked list of Recall@K: every step's dense top N_P pooled by best cosine "
+                                               "(as IRCoT's pool), or step 1's list, then each later step's new passages")
+    raw_answer: Literal["reader", "count"] = param("reader", "a final answer that is a raw evidence line (a triple with its ` | `, a unit "
+                                                   "id): re-answered by the reader over the selected evidence, or only counted")
     max_selected: int = param(6, "policy=single: most unit ids the policy may select for Z_i", min=1)
     shots: int = param(2, "policy=single: worked examples in the prompt (a distilled student may read none)", min=0, max=2)
     node_max_new_tokens: int = param(320, "token cap of a node output", min=1)
@@ -78,6 +88,8 @@ class MEGRAGConfig(ReaderOptions):
         name = next((n for n, p in VARIANTS.items() if switches == {**{k: defaults[k] for k in _SWITCHES}, **p}), "custom")
         object.__setattr__(self, "variant", name)
         if self.budget < 1: raise ConfigError(f"megrag: budget must be >= 1, got {self.budget}")
+        if self.policy == "gold" and self.stopping != "answer_aware":
+            raise ConfigError("megrag: policy=gold stops after the last gold hop; it has no fixed-depth form (stopping=answer_aware)")
         if self.relation == "shuffled" and not self.relation_bank:
             raise ConfigError("megrag: relation=shuffled shows each step a relation generated for another question; give "
                               "relation_bank=RUN_DIR, a finished run (e.g. of the full variant) on the same dataset")
@@ -134,6 +146,7 @@ class Node:
     next_query: str = ""                                # q_{i+1}
     relation: str = ""                                  # r_i
     retrieved: list = field(default_factory=list)      # C^P_i: the passage ids retrieved for q_i, best first
+    scores: list = field(default_factory=list)         # their cosines to q_i, in the same order
     sufficiency: list = field(default_factory=list)    # [[composition, judged sufficient]] in the order asked (None: unparsed)
     parsed_ok: bool = True                              # the first output parsed and was valid
     repaired: bool = False                              # re-asked once
@@ -146,6 +159,7 @@ class Node:
     unparsed: int = 0                                   # calls whose output could not be used as asked
     reasks: int = 0                                     # calls that re-asked after one
     dropped_ids: list = field(default_factory=list)    # policy=single: selected ids that were not candidates of the chosen level
+    rules: list = field(default_factory=list)          # each rule that replaced a decision the policy was asked to make (see `RULES`)
 
     def unit_ids(self) -> list[str]:
         "Ids of the selected units `Z_i`, fine to coarse."
@@ -169,6 +183,7 @@ class EvidenceGraph:
     edges: list = field(default_factory=list)   # [i, r_i, i+1] for a continue, [i, "STOP"] for a stop (1-based steps)
     budget_exhausted: bool = False
     resolver: dict | None = None                # the final resolver's raw output and clue, when budget ran out
+    answer_repair: dict | None = None           # a final answer that was a raw evidence line: the line, and the reader's answer
 
     def add(self, node: Node):
         "Append `v_i`, with its terminal edge `(v_i, STOP)` when it stops (continue edges come from `link`)."
@@ -381,6 +396,43 @@ def resolver_context(graph: EvidenceGraph) -> list[str]:
     return ([f"Step {n.step} evidence:\n" + "\n".join(t for _, t in sum(n.evidence.values(), [])) for n in graph.nodes] +
             [f"Candidate answer from the last step: {graph.nodes[-1].intermediate_answer}"])
 
+RAW_LINE = re.compile(r"\S\s\|(?:\s|$)|^\s*\[[tsp][0-9]+(?:\.[0-9]+)?\]|^\s*[tsp][0-9]+(?:\.[0-9]+)?\s*$")
+
+def raw_evidence_line(answer: str) -> bool:
+    """Whether a final answer is a raw evidence line rather than an answer: a triple written with its ` | ` separators
+    (`Theobald | is | c`), a unit id alone (`t12.3`) or a bracketed one leading the line (`[s4.0] ...`). Such an answer is never
+    counted as parsed: `MEGRAG.repair_raw_answers` records it and, by default, has the reader re-answer."""
+    return bool(RAW_LINE.search(str(answer or "")))
+
+RULES = {  # every rule that can replace a decision the MEGRAG policy LLM was asked to make, as counted in `Node.rules`
+    "sufficiency_unparsed": "cascade: a sufficiency verdict unusable after its re-ask, read as insufficient",
+    "coerced": "a node output still invalid after its re-ask, made valid by `coerce_node`",
+    "forced_continue": "fixed depth: a stop before step B turned into a continue (`forced_continue`)",
+    "level_coarsest": "single: a level outside the allowed ones, read as the coarsest allowed level",
+    "select_all": "single: no selected id was a candidate of the chosen level, every candidate of it kept",
+    "gold_pid_missing": "gold: the hop's supporting passage is not among the candidates; every candidate of the coarsest level",
+    "gold_answer_unseen": "gold: no level's units of the supporting passage hold the sub-answer; its coarsest-level units",
+    "gold_unfilled": "gold: a #k the reader left blank, filled with 'the answer to: q_k'",
+}
+
+
+def ranked_retrieval(graph: EvidenceGraph, ranking: str = "score") -> list[int]:
+    """The ranked list of passage ids a MEGRAG run retrieved (what Recall@K and MRR read), each passage once.
+
+    `ranking="score"`: every step's dense top `N_P` pooled by the best cosine any step gave a passage, ties in order of
+    first retrieval (the rule of IRCoT's pool, `ircot.merge_hits`): a later hop's passage found with a high cosine by its own query ranks
+    as high as the first hop's. `"steps"`: step 1's list, then each later step's new passages (Recall@10 then sees
+    step 1 only when `N_P = 10`). A node without cosines (a trace written before they were kept) counts as `steps`."""
+    if ranking == "steps" or any(len(n.scores) != len(n.retrieved) for n in graph.nodes):
+        return list(dict.fromkeys(p for n in graph.nodes for p in n.retrieved))
+    if ranking != "score": raise ValueError(f"ranking must be score|steps, got {ranking!r}")
+    best: dict[int, float] = {}
+    for n in graph.nodes:
+        for p, s in zip(n.retrieved, n.scores):
+            if p not in best or s > best[p]: best[p] = s
+    return sorted(best, key=lambda p: -best[p])       # stable: ties keep the order of first retrieval
+
+
 # %% ../nbs/10_megrag.ipynb #6d97e33e
 def relation_bank(run_dir) -> list[tuple[str, str]]:
     """`[(question id, relation)]` of every continue node in a run's traces (`run_dir/predictions.jsonl`, or that file
@@ -411,13 +463,15 @@ class MEGRAG(Method):
     Built from `MEGRAGConfig` and `Resources`: the resources' LLM is the policy `pi` (Eq. 6) and answers the final
     resolver through the shared reader; the evidence store gives `C_i` (Eq. 5). `answer(questions)` runs the loop in
     lock-step batches and returns one `Answer` per question: the stop's answer span (or the resolver's answer), the
-    passage ids it retrieved (each step's dense top `N_P` in step order, repeats dropped: the ranked list of Recall@K; the
+    passage ids it retrieved (each step's dense top `N_P`, pooled by `ranked_retrieval`: the ranked list of Recall@K; the
     selected evidence's share of gold passages is `evidence_recall`), the evidence graph as the trace, its cost,
     and the per-question fields `megrag_summary` reads."""
     name = "megrag"
     Config = MEGRAGConfig
-    report_columns = {"mean steps": "mean_steps", "budget exhausted %": "budget_exhausted", "composition %": "composition",
-                      "parsed w/o repair %": "parsed_without_repair", "evidence recall %": "evidence_recall"}
+    report_columns = {"mean steps": "mean_steps", "budget exhausted % (resolver)": "budget_exhausted", "composition %": "composition",
+                      "parsed w/o repair %": "parsed_without_repair", "rule-made nodes %": "rule_nodes", "rules (nodes)": "rules",
+                      "raw-line answers %": "raw_answer", "raw-line repaired": "raw_answer_repaired",
+                      "evidence recall %": "evidence_recall"}
 
     @cached_property
     def llm(self): return self.res.llm
@@ -476,6 +530,7 @@ class MEGRAG(Method):
                 for g in gens: n.book(g)
                 ok = None if v is None else v["sufficient"] is True   # None: unusable even when re-asked; read as insufficient, counted
                 n.sufficiency.append([level, ok])
+                if ok is None: n.rules.append("sufficiency_unparsed")
                 if ok: n.composition, n.evidence = level, c.of(level)
             undecided = [(n, c) for n, c in undecided if not n.composition]
         for n, c in undecided: n.composition, n.evidence = "T+S+P", c.of("T+S+P")
@@ -523,8 +578,9 @@ class MEGRAG(Method):
                 if o and not errs: outs[i] = o
                 else:
                     o = o or outs[i]
-                    if not self.may_stop(nodes[i].step): o = forced_continue(o, nodes[i].query)   # fixed depth: a server ignored the schema
-                    outs[i] = coerce_node(o, nodes[i].query, xs[i], self.with_relation); nodes[i].coerced = True
+                    if not self.may_stop(nodes[i].step):
+                        o = forced_continue(o, nodes[i].query); nodes[i].rules.append("forced_continue")   # fixed depth: a server ignored the schema
+                    outs[i] = coerce_node(o, nodes[i].query, xs[i], self.with_relation); nodes[i].coerced = True; nodes[i].rules.append("coerced")
         for n, o in zip(nodes, outs):
             for k in ("intermediate_answer", "resolved_path", "answer", "missing", "next_query", "relation"):
                 setattr(n, k, str(o.get(k) or "").strip())
@@ -535,14 +591,20 @@ class MEGRAG(Method):
         cfg = self.config
         graphs = [EvidenceGraph(q.question) for q in questions]
         queries = [q.question for q in questions]
+        if cfg.policy == "gold":
+            for i, q in enumerate(questions):
+                hops = gold_hops(q)
+                if not hops: raise ValueError(f"megrag policy=gold: question {q.qid} has no gold decomposition (question_decomposition)")
+                queries[i] = gold_query(hops, 1, {}, {})[0]
         active = list(range(len(questions)))
         for step in range(1, cfg.budget + 1):
             if not active: break
             hits = self.store.search([queries[i] for i in active], cfg.n_p)
             if "triples" in self._views(): self.store.extract_triples([p for h in hits for p, _ in h])
             cands = [collect_candidates(self.store, h, cfg.n_s, cfg.n_t, self._views()) for h in hits]
-            nodes = [Node(step, queries[i], retrieved=[p for p, _ in h]) for i, h in zip(active, hits)]
+            nodes = [Node(step, queries[i], retrieved=[p for p, _ in h], scores=[round(float(x), 4) for _, x in h]) for i, h in zip(active, hits)]
             if cfg.policy == "single": self.single_step([questions[i] for i in active], nodes, cands, [graphs[i] for i in active])
+            elif cfg.policy == "gold": self.gold_step([questions[i] for i in active], nodes, cands, [graphs[i] for i in active])
             else:
                 self.select(nodes, cands)
                 self.decide([questions[i] for i in active], nodes, [graphs[i] for i in active])
@@ -559,18 +621,38 @@ class MEGRAG(Method):
             for i, r in zip(exhausted, res):
                 graphs[i].budget_exhausted = True
                 graphs[i].resolver = dict(answer=r.answer, raw=r.raw, clue=graphs[i].nodes[-1].intermediate_answer, **r.cost.row())
-        return [self._answer(q, g) for q, g in zip(questions, graphs)]
+        preds = [g.resolver["answer"] if g.budget_exhausted else extract_answer(g.nodes[-1].answer, q.question) for q, g in zip(questions, graphs)]
+        self.repair_raw_answers(questions, graphs, preds)
+        return [self._answer(q, g, p) for q, g, p in zip(questions, graphs, preds)]
 
-    def _answer(self, q: Question, g: EvidenceGraph) -> Answer:
-        pred = g.resolver["answer"] if g.budget_exhausted else extract_answer(g.nodes[-1].answer, q.question)
+    def repair_raw_answers(self, questions: list[Question], graphs: list[EvidenceGraph], preds: list[str]):
+        """Final answers that are a raw evidence line (`raw_evidence_line`: a triple with its ` | `, a unit id) are never
+        taken as parsed answers: each is recorded in its graph's `answer_repair` (the raw line, and, with
+        `raw_answer=reader`, the shared reader's answer to `x` from the ordered selected evidence `Z_1..Z_n`, which
+        replaces it in `preds`; a reader answer that is itself a raw line is kept and marked `still_raw`)."""
+        raw = [i for i, p in enumerate(preds) if raw_evidence_line(p) or
+               (not graphs[i].budget_exhausted and raw_evidence_line(graphs[i].nodes[-1].answer))]
+        for i in raw: graphs[i].answer_repair = dict(raw=preds[i], by=self.config.raw_answer)
+        if not raw or self.config.raw_answer != "reader": return
+        reader = self.config.reader(self.llm, max_passages=self.config.budget, best_last=False)
+        res = reader.answer([questions[i].question for i in raw], [resolver_context(graphs[i])[:-1] for i in raw], ranked=False)
+        for i, r in zip(raw, res):
+            graphs[i].answer_repair.update(answer=r.answer, reader_raw=r.raw, still_raw=raw_evidence_line(r.answer), **r.cost.row())
+            preds[i] = r.answer
+
+    def _answer(self, q: Question, g: EvidenceGraph, pred: str) -> Answer:
         selected = list(dict.fromkeys(unit_pid(u) for n in g.nodes for u in n.unit_ids()))
-        retrieved = list(dict.fromkeys(p for n in g.nodes for p in n.retrieved))   # what it retrieved: step 1's dense list, then step 2's new ones...
+        retrieved = ranked_retrieval(g, self.config.ranking)
         cost = sum((n.cost() for n in g.nodes), Cost())
-        if g.resolver: cost = cost + Cost(**{f.name: g.resolver[f.name] for f in dc_fields(Cost)})
+        for extra in (g.resolver, g.answer_repair):
+            if extra and "llm_calls" in extra: cost = cost + Cost(**{f.name: extra[f.name] for f in dc_fields(Cost)})
         return Answer(pred, retrieved, g.to_dict(), cost, dict(
             selected_pids=selected, steps=len(g.nodes), budget_exhausted=g.budget_exhausted,
             compositions=[n.composition for n in g.nodes], composition=question_composition([n.composition for n in g.nodes]), repairs=sum(n.repaired for n in g.nodes),
             coerced=sum(n.coerced for n in g.nodes), parsed_ok_steps=sum(n.parsed_ok for n in g.nodes),
+            rules=dict(Counter(r for n in g.nodes for r in n.rules)), rule_steps=sum(bool(n.rules) for n in g.nodes),
+            raw_answer=bool(g.answer_repair), raw_answer_repaired=bool(g.answer_repair and "answer" in g.answer_repair
+                                                                       and not g.answer_repair["still_raw"]),
             evidence_recall=(len(set(selected) & set(q.gold_pids)) / len(q.gold_pids)) if q.gold_pids else None))
 
 # %% ../nbs/10_megrag.ipynb #16870d0e
@@ -684,16 +766,97 @@ def single_step(self: MEGRAG, qs: list[Question], nodes: list[Node], cands: list
             try: raw = parse_json(gens[-1].text)
             except StructuredOutputError: raw = {}
             o = {**coerce_node(raw, n.query, q.question, self.with_relation), "level": raw.get("level"), "selected": raw.get("selected") or []}
-            n.coerced = True
-        if o.get("stop") is True and not self.may_stop(n.step): o = forced_continue(o, n.query)   # fixed depth: a server ignored the schema
+            n.coerced = True; n.rules.append("coerced")
+        if o.get("stop") is True and not self.may_stop(n.step):
+            o = forced_continue(o, n.query); n.rules.append("forced_continue")   # fixed depth: a server ignored the schema
         level = o.get("level") if o.get("level") in self.levels() else self.levels()[-1]
+        if level != o.get("level"): n.rules.append("level_coarsest")
         sel = o.get("selected") if isinstance(o.get("selected"), list) else []
         n.composition = level
         n.evidence, n.dropped_ids = select_units(c, level, sel)
+        if not set(map(str, sel)) - set(n.dropped_ids): n.rules.append("select_all")   # no selected id was a candidate: every one kept
         for k in ("intermediate_answer", "resolved_path", "answer", "missing", "next_query", "relation"):
             setattr(n, k, str(o.get(k) or "").strip())
         n.stop = o.get("stop") is True
         if not self.with_relation: n.relation = ""
+
+# %% ../nbs/10_megrag.ipynb #a7e1901e
+def _contains(units: dict, answer: str) -> bool:
+    "Whether the normalized `answer` appears as a token span in the text of `units` (`{granularity: [(id, text)]}`)."
+    a = normalize_answer(answer)
+    return bool(a) and any(f" {a} " in f" {normalize_answer(t)} " for us in units.values() for _, t in us)
+
+def gold_evidence(cands: Candidates, levels, hop: GoldHop) -> tuple[str, dict, str]:
+    """`(composition, Z_i, rule)` of the gold policy for one hop (MEGRAG paper, §Methodology, fine-to-coarse selection, with
+    a perfect judge). When the hop's supporting passage `hop.pid` is among the retrieved candidates: the finest of `levels`
+    whose units from that passage hold the gold sub-answer (`normalize_answer` token span: the judge a perfect policy
+    would be), `Z_i` those units, `rule` `""`; when no level's units hold it, the coarsest level's units from that passage
+    (`rule` `"gold_answer_unseen"`). When the passage is not a candidate (or the hop has no `pid`), what the cascade does
+    when nothing is sufficient: every candidate of the coarsest level, `rule` `"gold_pid_missing"`."""
+    levels = tuple(levels)
+    if hop.pid is None or unit_id("p", hop.pid) not in {u for u, _ in cands.passages}:
+        return levels[-1], cands.of(levels[-1]), "gold_pid_missing"
+    own = lambda lv: {g: [(u, t) for u, t in us if unit_pid(u) == hop.pid] for g, us in cands.of(lv).items()}
+    for lv in levels:
+        z = {g: us for g, us in own(lv).items() if us}
+        if z and _contains(z, hop.answer): return lv, z, ""
+    z = {g: us for g, us in own(levels[-1]).items() if us}
+    return (levels[-1], z, "gold_answer_unseen") if z else (levels[-1], cands.of(levels[-1]), "gold_pid_missing")
+
+def gold_query(hops: list[GoldHop], k: int, answers: dict, queries: dict) -> tuple[str, bool]:
+    """`(q_k, filled)`: the gold sub-question of hop `k` (1-based) with each `#j` replaced by `answers[j]`, the
+    intermediate answer the reader gave at hop `j` (`fill_hop`). When a referenced answer is blank, that `#j` is replaced
+    by `the answer to: <queries[j]>` (the query of hop `j`) and `filled` is false (counted as the rule `gold_unfilled`)."""
+    t = hops[k - 1].template
+    q = fill_hop(t, answers)
+    if q is not None: return q, True
+    sub = lambda m: str(answers.get(int(m.group(1))) or "").strip() or f"the answer to: {queries.get(int(m.group(1)), '')}".strip()
+    return re.sub(r"#(\d+)", sub, t), False
+
+def gold_reader_context(evidence: dict) -> tuple[list[str], bool]:
+    """`(context, ranked)`: what the reader reads of a gold `Z_i`. When `Z_i` holds passages, the passages in rank order
+    (`ranked`: the shared reader shows its first `reader_max_passages`, best last; a passage holds its sentences and
+    triples); otherwise the triple and sentence texts of `Z_i`, fine to coarse, all of them, as given (a triple as the
+    words `subject relation object`: shown its ` | ` separators, the reader copies whole lines as answers)."""
+    if evidence.get("passages"): return [t for _, t in evidence["passages"]], True
+    return [t.replace(" | ", " ") for g in ("triples", "sentences") for _, t in evidence.get(g, [])], False
+
+@patch
+def gold_step(self: MEGRAG, qs: list[Question], nodes: list[Node], cands: list[Candidates], graphs: list[EvidenceGraph]):
+    """`policy=gold` at one step: the gold decomposition (`gold_hops`) replaces every decision the policy LLM makes, and
+    nothing else. `Z_i` is `gold_evidence` over the node's real candidates, the intermediate answer `b_i` is the shared
+    reader's answer to `q_i` from `Z_i` (`gold_reader_context`), the node stops after the last gold hop with
+    `y_i = b_i`, and `q_{i+1}` is the next hop's sub-question with `#k` filled by the reader's `b_k` (`gold_query`).
+    Reads only `GoldHop` fields (never `q.answers` or `q.gold_pids`). `ValueError` naming the question for one without
+    a gold decomposition."""
+    ctxs, hopss = [], []
+    for q, n, c in zip(qs, nodes, cands):
+        hops = gold_hops(q)
+        if not hops: raise ValueError(f"megrag policy=gold: question {q.qid} has no gold decomposition (question_decomposition)")
+        hopss.append(hops)
+        n.composition, n.evidence, rule = gold_evidence(c, self.levels(), hops[n.step - 1])
+        if rule: n.rules.append(rule)
+        ctxs.append(gold_reader_context(n.evidence))
+    reads = [None] * len(nodes)
+    for ranked in (True, False):       # passages: the shared reader as configured; lines of one passage: all of them, as given
+        idx = [i for i, (_, r) in enumerate(ctxs) if r == ranked]
+        if not idx: continue
+        reader = self.config.reader(self.llm) if ranked else self.config.reader(self.llm, max_passages=max(len(ctxs[i][0]) for i in idx),
+                                                                                best_last=False)
+        for i, r in zip(idx, reader.answer([nodes[i].query for i in idx], [ctxs[i][0] for i in idx], ranked=ranked)): reads[i] = r
+    for n, g, hops, r in zip(nodes, graphs, hopss, reads):
+        for gen in r.generations: n.book(gen)
+        n.intermediate_answer = r.answer
+        answers = {m.step: m.intermediate_answer for m in g.nodes} | {n.step: r.answer}
+        n.resolved_path = " -> ".join(answers[k] for k in sorted(answers))
+        if n.step >= len(hops):
+            n.stop, n.answer, n.missing, n.next_query, n.relation = True, r.answer, "none", "", ""
+        else:
+            n.next_query, filled = gold_query(hops, n.step + 1, answers, {m.step: m.query for m in [*g.nodes, n]})
+            if not filled: n.rules.append("gold_unfilled")
+            n.stop, n.answer, n.missing = False, "", f"gold hop {n.step + 1}"
+            n.relation = f"gold hop {n.step} -> {n.step + 1}" if self.with_relation else ""
+
 
 # %% ../nbs/10_megrag.ipynb #80e70245
 _RICHNESS = ("T", "T+S", "T+S+P")
@@ -732,8 +895,11 @@ def megrag_summary(rows: list[dict]) -> dict:
     """MEGRAG's summary fields over prediction rows: `mean_steps`, `stop_step` (questions per stop step, budget-exhausted
     ones excluded), `budget_exhausted` (%), `composition` (% of questions per `question_composition`, as the paper's
     Figure 4), `node_composition` (% of nodes), `composition_by` question type and hop count (% of questions),
-    `repairs`, `coerced`, `parsed_without_repair` (% of steps) and `evidence_recall` (%: mean share of gold passages
-    the selected evidence draws on). `{}` when no row is a MEGRAG row."""
+    `repairs`, `coerced`, `parsed_without_repair` (% of steps), the policy-health counters `rule_nodes` (% of steps where
+    a rule replaced a decision the policy was asked to make), `rules` (steps per rule name, `RULES`), `raw_answer` (% of
+    questions whose final answer was a raw evidence line) and `raw_answer_repaired` (of them, re-answered by the reader
+    into a non-raw answer), and `evidence_recall` (%: mean share of gold passages the selected evidence draws on).
+    Budget exhaustion (`budget_exhausted`) is the resolver rule. `{}` when no row is a MEGRAG row."""
     rows = [r for r in rows if "steps" in r]
     if not rows: return {}
     n_steps = sum(r["steps"] for r in rows)
@@ -744,6 +910,8 @@ def megrag_summary(rows: list[dict]) -> dict:
         for r in rows: groups.setdefault(str(r.get("qtype") if key == "qtype" else len(r.get("gold_pids", []))), []).append(r)
         if len(groups) > 1 or key == "hops": by[key] = {k: _shares(qcomp(r) for r in v) for k, v in sorted(groups.items())}
     rec = [r["evidence_recall"] for r in rows if r.get("evidence_recall") is not None]
+    rules = Counter()
+    for r in rows: rules.update(r.get("rules") or {})
     return dict(mean_steps=round(n_steps / len(rows), 3),
                 stop_step={str(k): v for k, v in sorted(Counter(r["steps"] for r in rows if not r["budget_exhausted"]).items())},
                 budget_exhausted=round(100 * sum(r["budget_exhausted"] for r in rows) / len(rows), 1),
@@ -751,4 +919,7 @@ def megrag_summary(rows: list[dict]) -> dict:
                 composition_by=by,
                 repairs=sum(r["repairs"] for r in rows), coerced=sum(r["coerced"] for r in rows),
                 parsed_without_repair=round(100 * sum(r["parsed_ok_steps"] for r in rows) / n_steps, 1),
+                rule_nodes=round(100 * sum(r.get("rule_steps", 0) for r in rows) / n_steps, 1), rules=dict(sorted(rules.items())),
+                raw_answer=round(100 * sum(bool(r.get("raw_answer")) for r in rows) / len(rows), 1),
+                raw_answer_repaired=sum(bool(r.get("raw_answer_repaired")) for r in rows),
                 evidence_recall=round(100 * sum(rec) / len(rec), 2) if rec else None)

@@ -105,7 +105,7 @@ def test_ircot_batch_keeps_each_question_apart(demo, root):
 
 def test_ircot_pool_cap_and_order(demo, root):
     q = demo.questions[0]
-    a = make("ircot", demo, root, Reasoner(["Fact one here.", "Fact two here."]), k=4, max_passages=5, cot_passages=2, merge="order").answer([q])[0]
+    a = make("ircot", demo, root, Reasoner(["Fact one here.", "Fact two here."]), k=4, max_steps=2, max_passages=5, cot_passages=2, merge="order").answer([q])[0]
     first_seen = list(dict.fromkeys(h[0] for s in a.trace["steps"] for h in s["hits"]))
     assert a.retrieved == first_seen[:5]
     with pytest.raises(ConfigError, match="cot_passages"): make("ircot", demo, root, None, cot_passages=6, max_passages=5)
@@ -155,3 +155,35 @@ def test_real_models_on_two_2wiki_questions(minilm, smollm):
         r1, r2 = a.trace["rounds"]
         assert [h[0] for h in r1["hits"]] == t and r2["query"] == f"{r1['query']} {r1['raw']}".strip() and a.prediction == r2["answer"]
         assert a.cost.llm_calls >= 2 and len(a.retrieved) == 5
+
+
+# ---- issue 24: why no chain stopped on "answer is"
+
+def test_ircot_worked_examples_are_single_reason_steps():
+    "Each worked example answers with one sentence of its chain after the sentences before it, as the question's turn asks."
+    from megrag_kit.ircot import IRCOT_CHAINS, chain_sentences, cot_prompt
+    p = cot_prompt("Who?", ["a"], [])
+    shots = [(p[i]["content"], p[i + 1]["content"]) for i in range(1, len(p) - 1, 2)]
+    for (user, reply), chain in zip(shots, IRCOT_CHAINS):
+        sents = chain_sentences(chain)
+        assert reply in sents and len(chain_sentences(reply)) == 1                    # one sentence, never the whole chain
+        done = sents[:sents.index(reply)]
+        assert user.endswith("Next sentence:" if done else "?") and all(s in user for s in done)
+    assert sum(r.startswith("So the answer is") for _, r in shots) >= 2 and sum("Reasoning so far" not in u for u, _ in shots) >= 2
+
+
+def test_ircot_a_repeated_thought_stops_the_chain_and_is_counted(demo, root):
+    q = demo.questions[0]
+    llm = Reasoner(["Mathew was born in Cork.", "Mathew was born in Cork. So the answer is: Cork."])
+    a = make("ircot", demo, root, llm, k=2).answer([q])[0]
+    assert a.trace["stopped"] == "repeat" and a.trace["thoughts"] == ["Mathew was born in Cork."] and len(a.trace["steps"]) == 2
+    assert llm.kinds == ["reason", "reason", "read"]
+    s = get_method("ircot").summarize([{"steps": 2, "trace": a.trace}, {"steps": 1, "trace": {"stopped": "answer"}}])
+    assert (s["stopped_repeat"], s["stopped_answer"], s["stopped_empty"]) == (50.0, 50.0, 0.0)
+
+
+def test_ircot_default_depth_reaches_the_answer_sentence_of_a_two_fact_chain(demo, root):
+    q = demo.questions[0]
+    llm = Reasoner(["Charles Mathew's father is James Charles Mathew.", "James Charles Mathew was buried in Cork.", "So the answer is: Cork."])
+    a = make("ircot", demo, root, llm).answer([q])[0]
+    assert a.trace["stopped"] == "answer" and a.fields["steps"] == 3 and len(a.trace["steps"]) == 3

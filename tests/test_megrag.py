@@ -52,8 +52,8 @@ def resources(demo, vectors, policy, embedder=None):
     return Resources(demo, llm=policy, embedder=embedder or HashEmbedder(), store_root=vectors)
 
 
-def make(demo, vectors, policy, **params):
-    return build_method("megrag", params, resources(demo, vectors, policy))
+def make(demo, vectors, llm, **params):
+    return build_method("megrag", params, resources(demo, vectors, llm))
 
 
 def test_stop_at_step_one(demo, vectors):
@@ -226,9 +226,9 @@ def test_fixed_depth_holds_for_the_single_policy(demo, vectors):
 
 
 def test_retrieved_is_the_dense_candidates_in_step_order(demo, vectors):
-    "Recall@K ranks what MEGRAG retrieved (step 1's N_P, then step 2's new ones), not the selected evidence first."
+    "ranking=steps: Recall@K ranks what MEGRAG retrieved (step 1's N_P, then step 2's new ones), not the selected evidence first."
     p = Policy([cont("James Charles Mathew", "Who is James Charles Mathew?"), stop("Cork")], sufficient=True)
-    (r,) = make(demo, vectors, p, n_p=4).answer(demo.questions[:1])
+    (r,) = make(demo, vectors, p, n_p=4, ranking="steps").answer(demo.questions[:1])
     g = EvidenceGraph.from_dict(r.trace)
     expect = list(dict.fromkeys(g.nodes[0].retrieved + g.nodes[1].retrieved))
     assert len(g.nodes[0].retrieved) == 4 and r.retrieved == expect
@@ -284,3 +284,152 @@ def test_policy_over_an_openai_compatible_server(demo, vectors, stub_server):
     assert [r.prediction for r in rows] == ["Cork"] * 3 and all(r.trace["edges"] == [[1, "STOP"]] for r in rows)
     sent = [b["response_format"]["json_schema"]["schema"] for _, b in stub_server.requests if "response_format" in b]
     assert node_schema() in sent and {"type": "object", "properties": {"sufficient": {"type": "boolean"}}, "required": ["sufficient"]} in sent
+
+
+# -- issue 24: raw evidence lines as answers, policy-health counters, the gold policy
+
+def test_a_raw_triple_line_answer_is_re_answered_by_the_reader_and_counted(demo, vectors):
+    "A stop whose answer is a triple line with its ` | ` separators is not a parsed answer: the reader re-answers x over Z."
+    p = Policy([stop("Fred Raymond | intended | his son")])
+    base = p.route
+    p.script = lambda msg: "Cork" if msg.startswith("Context:") and "Step 1 evidence" in msg else base(msg)
+    (r,) = make(demo, vectors, p).answer(demo.questions[:1])
+    g = EvidenceGraph.from_dict(r.trace)
+    assert r.prediction == "Cork" and g.answer_repair["raw"] == "Fred Raymond | intended | his son" and g.answer_repair["answer"] == "Cork"
+    assert r.fields["raw_answer"] and r.fields["raw_answer_repaired"] and r.cost.llm_calls == 4   # 2 judges + node + reader
+    s = megrag_summary([{**r.fields, "gold_pids": [7, 8]}])
+    assert s["raw_answer"] == 100.0 and s["raw_answer_repaired"] == 1
+
+
+def test_a_unit_id_answer_is_counted_when_repair_is_off(demo, vectors):
+    p = Policy([stop("t7.2")])
+    (r,) = make(demo, vectors, p, raw_answer="count").answer(demo.questions[:1])
+    assert r.prediction == "t7.2" and r.fields["raw_answer"] and not r.fields["raw_answer_repaired"]
+    assert megrag_summary([{**r.fields, "gold_pids": [7]}])["raw_answer"] == 100.0
+
+
+def test_raw_evidence_lines_are_recognised():
+    from megrag_kit.megrag import raw_evidence_line
+    assert all(map(raw_evidence_line, ["Theobald | is | c", "t12.3", "[s4.0] He was buried in Cork.", " p7 ", "Rabbi Menachem |"]))
+    assert not any(map(raw_evidence_line, ["Cork", "t1000 Bridge", "Sir James Charles Mathew", "s1 in the", "yes", ""]))
+
+
+def test_rules_that_replace_decisions_are_counted_per_node_and_in_the_summary(demo, vectors):
+    "An unusable sufficiency verdict (both levels) and a coerced node each show up in `rules` and `rule_nodes`."
+    p = Policy(["not json", "still not json"])
+    base = p.route
+    p.script = lambda msg: "I think it might be." if "Is the evidence sufficient" in msg or msg.startswith("That reply is not usable") else base(msg)
+    (r,) = make(demo, vectors, p, budget=1).answer(demo.questions[:1])
+    assert r.fields["rules"] == {"sufficiency_unparsed": 2, "coerced": 1} and r.fields["rule_steps"] == 1
+    s = megrag_summary([{**r.fields, "gold_pids": [7]}, {**r.fields, "rules": {}, "rule_steps": 0, "gold_pids": [7]}])
+    assert s["rules"] == {"coerced": 1, "sufficiency_unparsed": 2} and s["rule_nodes"] == 50.0 and s["budget_exhausted"] == 100.0
+    from megrag_kit.megrag import MEGRAG
+    assert {"rule_nodes", "rules", "raw_answer", "budget_exhausted"} <= set(MEGRAG.report_columns.values())
+
+
+def _gold_question(demo):
+    "The first demo question with a hand-made two-hop gold decomposition over its own context (hop 1 in p7, hop 2 in p8)."
+    from dataclasses import replace
+    q = demo.questions[0]
+    dec = [dict(id=1, question="Who is the father of Charles Mathew?", answer="James Charles Mathew", support_pid=7),
+           dict(id=2, question="Where was #1 buried?", answer="Cork", support_pid=8)]
+    return replace(q, decomposition=dec)
+
+
+class Reads(ScriptedLLM):
+    "A reader that answers by the question line of its prompt; anything else (a policy call) fails the test."
+    def __init__(self, answers):
+        self.answers, self.questions = answers, []
+        super().__init__(self.route)
+    def route(self, msg):
+        assert msg.startswith("Context:") or msg.startswith("Passage:"), f"not a reader call: {msg[:80]}"
+        if msg.startswith("Passage:"): title = msg.split("\n")[1]; return json.dumps({"triples": [[title, "has title", title]]})
+        q = msg.rsplit("Question: ", 1)[1]; self.questions.append(q)
+        return self.answers[q]
+
+
+def test_gold_policy_asks_the_sub_questions_filled_by_the_readers_answers(demo, vectors):
+    q = _gold_question(demo)
+    llm = Reads({"Who is the father of Charles Mathew?": "J. C. Mathew", "Where was J. C. Mathew buried?": "Cork"})
+    (r,) = make(demo, vectors, llm, policy="gold").answer([q])
+    g = EvidenceGraph.from_dict(r.trace)
+    assert [n.query for n in g.nodes] == ["Who is the father of Charles Mathew?", "Where was J. C. Mathew buried?"]   # the reader's b_1
+    assert llm.questions == [n.query for n in g.nodes] and r.cost.llm_calls == 2        # one reader call per hop, no policy call
+    assert [n.intermediate_answer for n in g.nodes] == ["J. C. Mathew", "Cork"] and g.edges[-1] == [2, "STOP"]
+    assert r.prediction == "Cork" and not g.budget_exhausted
+    for n, pid in zip(g.nodes, (7, 8)):   # Z_i: units of the hop's supporting passage, at the finest level holding the sub-answer
+        if pid in n.retrieved: assert {int(u[1:].split(".")[0]) for u in n.unit_ids()} == {pid}
+        else: assert n.rules == ["gold_pid_missing"] and n.composition == "T+S+P"
+
+
+def test_gold_policy_never_reads_the_gold_answer_or_passages(demo, vectors):
+    from dataclasses import replace
+    q = _gold_question(demo)
+    script = {"Who is the father of Charles Mathew?": "J. C. Mathew", "Where was J. C. Mathew buried?": "Cork"}
+    (a,) = make(demo, vectors, Reads(script), policy="gold").answer([q])
+    (b,) = make(demo, vectors, Reads(script), policy="gold").answer([replace(q, answers=[], gold_pids=[])])
+    strip = lambda t: [{k: v for k, v in n.items() if k not in ("latency_s", "cache_hits")} for n in t["nodes"]]
+    assert strip(a.trace) == strip(b.trace) and a.retrieved == b.retrieved and a.prediction == b.prediction
+
+
+def test_gold_evidence_picks_the_finest_level_holding_the_sub_answer():
+    from megrag_kit.gold import GoldHop
+    from megrag_kit.megrag import Candidates, gold_evidence
+    c = Candidates([("p1", "A\nA was born in Cork."), ("p2", "B\nB lives in Paris.")],
+                   [("s1.0", "A was born in Cork."), ("s2.0", "B lives in Paris.")],
+                   [("t1.0", "A | born | 1900"), ("t2.0", "B | lives in | Paris")])
+    assert gold_evidence(c, ("T", "T+S", "T+S+P"), GoldHop(1, "Where was A born?", "Cork", 1)) == \
+        ("T+S", {"triples": [("t1.0", "A | born | 1900")], "sentences": [("s1.0", "A was born in Cork.")]}, "")
+    assert gold_evidence(c, ("T", "T+S", "T+S+P"), GoldHop(1, "Where does B live?", "Paris", 2))[:2] == ("T", {"triples": [("t2.0", "B | lives in | Paris")]})
+    lv, z, rule = gold_evidence(c, ("T", "T+S", "T+S+P"), GoldHop(1, "q", "Rome", 9))
+    assert (lv, rule) == ("T+S+P", "gold_pid_missing") and len(z["passages"]) == 2
+    assert gold_evidence(c, ("T", "T+S", "T+S+P"), GoldHop(1, "q", "Rome", 1))[2] == "gold_answer_unseen"
+
+
+def test_gold_policy_needs_a_decomposition(demo, vectors):
+    with pytest.raises(ValueError, match=demo.questions[0].qid):
+        make(demo, vectors, Reads({}), policy="gold").answer(demo.questions[:1])
+
+
+@pytest.fixture(scope="module")
+def musique():
+    from conftest import needs_shared
+    if needs_shared.args[0]: pytest.skip(needs_shared.kwargs["reason"])
+    return load_dataset("musique")
+
+
+MUSIQUE_HOPS = {"2hop__82713_84616": 2, "2hop__269766_43945": 2, "2hop__519160_78303": 2}   # the first three MuSiQue dev questions
+
+
+def test_gold_policy_on_three_real_musique_questions(musique, tmp_path):
+    "Real MuSiQue decompositions, the scripted reader: the step queries are the gold sub-questions, #1 filled by the reader's b_1."
+    from megrag_kit.gold import gold_hops
+    qs = musique.questions[:3]
+    assert [q.qid for q in qs] == list(MUSIQUE_HOPS)
+    answers = {}
+    for q in qs:
+        h = gold_hops(q); answers[h[0].template] = f"READER-{q.qid[-5:]}"
+        answers[h[1].template.replace("#1", f"READER-{q.qid[-5:]}")] = "final"
+    llm = Reads(answers); llm.model_id = f"scripted-{uuid.uuid4().hex}"
+    m = build_method("megrag", {"policy": "gold", "evidence": "P"}, Resources(musique, llm=llm, embedder=HashEmbedder(), store_root=tmp_path))
+    out = m.answer(qs)
+    for q, r in zip(qs, out):
+        g, h = EvidenceGraph.from_dict(r.trace), gold_hops(q)
+        assert [n.query for n in g.nodes] == [h[0].template, h[1].template.replace("#1", f"READER-{q.qid[-5:]}")]
+        assert "#1" in h[1].template and r.prediction == "final" and r.cost.llm_calls == 2
+    queries = [[n.query for n in EvidenceGraph.from_dict(r.trace).nodes] for r in out]
+    assert queries[0] == ["who was the actress in my fair lady", "what did READER-84616 won a tony for"]
+    assert queries[1] == ["What is the author of The Age of Reason?",
+                          "common sense which was written by READER-43945 was an important work because it"]
+    assert queries[2] == ["What is the producer of Forced Vengeance?", "what was READER-78303 name in walker texas ranger"]
+
+
+def test_the_ranked_list_pools_the_steps_by_best_cosine():
+    "A later hop's passage found with a higher cosine ranks above the first step's weaker hits (Recall@10 sees both hops)."
+    from megrag_kit.megrag import Node, ranked_retrieval
+    g = EvidenceGraph("x", nodes=[Node(1, "q1", retrieved=[1, 2, 3], scores=[0.9, 0.5, 0.4]),
+                                  Node(2, "q2", retrieved=[7, 3, 8], scores=[0.8, 0.6, 0.4])])
+    assert ranked_retrieval(g) == [1, 7, 3, 2, 8]          # 3 keeps its best cosine (0.6), above 2 (0.5)
+    assert ranked_retrieval(g, "steps") == [1, 2, 3, 7, 8]
+    g.nodes[1].scores = []                                # a trace written before the cosines were kept
+    assert ranked_retrieval(g) == [1, 2, 3, 7, 8]
