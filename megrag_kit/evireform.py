@@ -368,12 +368,23 @@ def _pinv(d) -> np.ndarray:
     return np.divide(1.0, d, out=np.zeros_like(d), where=d > 0)
 
 def entity_propagation(s0, M) -> np.ndarray:
-    """One step `s1 = s0 + D_p^+ M D_e^+ M^T s0` (`M`: `[n, n_entities]` 0/1 sparse or dense; `s0`: float `[n]`);
-    `D_p`, `D_e` are the row and column sums of `M`, their pseudoinverses zero at zero degree. Returns float `[n]`."""
+    """One step through shared entities without the self term (*EviReform: Evidence-Guided Query Reformulation for
+    Multi-Hop Graph Retrieval*, Appendix: propagation; the form is reconstructed): `s1 = s0 + D_A^+ A s0` with
+    `A = M D_e^+ M^T` and its diagonal set to zero, `D_e` the entity degrees (column sums of `M`) and `D_A` the row
+    sums of `A`; pseudoinverses are zero at zero degree. Mass moves only between different propositions that share
+    an entity, so a proposition sharing no entity with another (isolated) receives nothing.
+
+    `M`: `[n, n_entities]` 0/1, sparse or dense; `s0`: float `[n]`. `A` is never formed (an entity held by `d`
+    propositions would give `d^2` entries): `A s0 = M D_e^+ M^T s0 - diag(A) s0`, `diag(A) = M D_e^+ 1` and
+    `D_A = M (1 - D_e^+ 1)` over the entities held by someone. Returns float `[n]`."""
     M = sp.csr_matrix(M, dtype=float); s0 = np.asarray(s0, dtype=float)
     if M.shape[1] == 0 or M.nnz == 0: return s0.copy()
-    dp, de = _pinv(M.sum(axis=1)), _pinv(M.sum(axis=0))
-    return s0 + dp * (M @ (de * (M.T @ s0)))
+    M.data[:] = 1.0
+    deg = np.asarray(M.sum(axis=0)).ravel(); de = _pinv(deg)
+    own = M @ de                                              # diag(A): the part of the transfer a row would hand itself
+    As0 = np.maximum(M @ (de * (M.T @ s0)) - own * s0, 0.0)   # exact zeros up to rounding; A s0 >= 0
+    dA = M @ np.where(deg > 0, 1.0 - de, 0.0)                 # row sums of A: sum over the row's entities of (1 - 1/deg)
+    return s0 + _pinv(np.where(dA > 1e-12, dA, 0.0)) * As0
 
 def no_propagation(s0, M) -> np.ndarray:
     "The identity: `s1 = s0` (the no-propagation ablation)."

@@ -20,15 +20,27 @@ M4 = sp.csr_matrix(np.array([[1, 1, 0], [1, 0, 0], [0, 1, 0], [0, 0, 0]]))   # p
 
 
 def test_propagation_by_hand():
-    """s0 = (.5, 0, .25, .25): entity mass M^T s0 = (.5, .75, 0), over degrees (2, 2, 0) -> (.25, .375, 0); handed back
-    (.625, .25, .375, 0), over proposition degrees (2, 1, 1, 0) -> (.3125, .25, .375, 0); s1 = s0 + that."""
+    """Off the diagonal A = M D_e^+ M^T has A01 = A10 = A02 = A20 = 1/2; A s0 = (.125, .25, .25, 0), row sums
+    (1, .5, .5, 0): the transfer is (.125, .5, .5, 0) and s1 = s0 + that."""
     s1 = entity_propagation([0.5, 0.0, 0.25, 0.25], M4)
-    assert np.allclose(s1, [0.8125, 0.25, 0.625, 0.25])
-    assert s1[3] == 0.25                                   # the isolated proposition receives nothing
+    assert np.allclose(s1, [0.625, 0.5, 0.75, 0.25])
+    assert s1[3] == 0.25                                   # the proposition with no entity receives nothing
     assert np.allclose(entity_propagation([0, 0, 0, 1.0], M4), [0, 0, 0, 1.0])   # and passes nothing
     assert np.allclose(entity_propagation([0.5, 0, 0.25, 0.25], M4.toarray()), s1)   # dense input, same result
     assert np.allclose(no_propagation([0.5, 0, 0.25, 0.25], M4), [0.5, 0, 0.25, 0.25])
     assert np.allclose(entity_propagation([0.2, 0.3], sp.csr_matrix((2, 0))), [0.2, 0.3])   # no entity at all
+
+
+def test_propagation_has_no_self_term():
+    """An isolated proposition whose one entity nobody else mentions keeps its mass (the self term would double it);
+    a shared-entity pair exchanges mass, each receiving only the other's."""
+    M = sp.csr_matrix(np.array([[1, 0], [1, 0], [0, 1]]))   # p0, p1 share e0; p2 alone holds e1
+    s1 = entity_propagation([0.6, 0.0, 0.4], M)
+    assert np.allclose(s1, [0.6, 0.6, 0.4])              # p1 receives p0's 0.6, p0 receives p1's 0; p2 unchanged (not 0.8)
+    assert np.allclose(entity_propagation([0.0, 0.0, 1.0], M), [0.0, 0.0, 1.0])
+    big = sp.csr_matrix(np.array([[1, 1], [1, 0], [1, 0], [0, 1]]))   # e0 held by three, e1 by p0 and p3
+    t = entity_propagation([1.0, 0.0, 0.0, 0.0], big)      # p1: A10 = 1/3 over its row sum 1/3 + 1/3; p3: 1/2 over 1/2
+    assert np.allclose(t, [1.0, 0.5, 0.5, 1.0]) and t[0] == 1.0
 
 
 def test_readout_max_sum_and_tie_break():
