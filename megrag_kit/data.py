@@ -225,7 +225,8 @@ def _parse_question(rec, file, i):
         dec = rec.get("question_decomposition")
         if dec is not None and not (isinstance(dec, list) and all(isinstance(d, dict) for d in dec)):
             raise DataError("expected a list of objects", file=file, record=r, field="question_decomposition")
-        q.decomposition = dec
+        pos = {p.get("idx", j): j for j, p in enumerate(rec["paragraphs"])}   # MuSiQue hops name paragraphs by `idx`
+        q.decomposition = None if dec is None else [{**d, "support_pos": pos.get(d.get("paragraph_support_idx"))} for d in dec]
         q.qtype = t or (qid.split("__")[0] if "__" in qid else None)
     elif rec.get("context") is not None:
         ctx = _contexts(rec["context"], file, r)
@@ -277,7 +278,8 @@ def attach_gold(q: Question, contexts, gold_titles, corpus: list[Passage], file,
     """Fill `q.gold_pids` from the record's gold contexts (by exact `title + "\\n" + text`, then by title when
     `by_title` is given) or from its gold titles (needs `by_title`, a `{title: pid}` map of unique titles).
 
-    A question with neither gets `gold_pids == []`. `DataError` naming `file`, the question id and `field` when a
+    Each hop of a MuSiQue `q.decomposition` gets `support_pid`, the corpus id of the paragraph its
+    `paragraph_support_idx` names (`None` when that paragraph is not found). A question with neither gets `gold_pids == []`. `DataError` naming `file`, the question id and `field` when a
     gold passage is not in `corpus`, or is one of `empty_titles` (passages dropped from the corpus as empty)."""
     by_content = by_content if by_content is not None else {p.content: p.pid for p in corpus}
     gold_ctx = [(t, x) for t, x, g in contexts if g]
@@ -293,6 +295,10 @@ def attach_gold(q: Question, contexts, gold_titles, corpus: list[Passage], file,
         raise DataError(f"gold passage is empty in the corpus (dropped as empty): {empty[:2]}", file=file, record=q.qid, field=field)
     if missing: raise DataError(f"gold passage not in corpus: {missing[:2]}", file=file, record=q.qid, field=field)
     q.gold_pids = list(dict.fromkeys(pids))
+    for d in q.decomposition or []:                 # each hop's supporting paragraph as a corpus id (None: unknown)
+        j = d.pop("support_pos", None)
+        t, x = (contexts[j][0], contexts[j][1]) if j is not None and j < len(contexts) else (None, None)
+        d["support_pid"] = None if t is None else by_content.get(f"{t}\n{x}", (by_title or {}).get(t))
 
 def load_hipporag(questions_path, corpus_path, name: str = None) -> Dataset:
     """HippoRAG 2 layout: `<name>.json` question records + `<name>_corpus.json` (`{title, text}` list or `{title: [sentence]}`).
