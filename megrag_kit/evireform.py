@@ -29,8 +29,8 @@ __all__ = ['PROPOSITION_SCHEMA', 'PROPOSITION_EXAMPLES', 'PROPOSITION_STOP', 'PR
            'PropositionIndex', 'top_positive', 'seed_signal', 'residual_signal', 'combine', 'entity_propagation',
            'no_propagation', 'readout', 'query_schema', 'reply_parser', 'selector_prompt', 'valid_selection',
            'is_select_all', 'writer_prompt', 'copies_example', 'clean_queries', 'reorder_prompt', 'valid_order',
-           'EviReformConfig', 'gold_selection', 'gold_queries', 'EviReform', 'evireform_summary', 'round_usage',
-           'RestrictedStore', 'growth_levels', 'restrict']
+           'EviReformConfig', 'gold_selection', 'gold_queries', 'EviReform', 'evireform_summary', 'contrast_flag',
+           'round_usage', 'RestrictedStore', 'growth_levels', 'restrict']
 
 # %% ../nbs/20_evireform.ipynb #380d9315
 PROPOSITION_SCHEMA = {"type": "object", "properties": {"propositions": {"type": "array", "maxItems": 12, "items": {
@@ -480,12 +480,11 @@ def writer_prompt(x: str, selected: list[str], observed: list[str], L: int) -> l
 EXAMPLE_MARKERS = frozenset({"ada", "lovelace", "byron", "augusta"})   # the worked examples' own names (SELECT/WRITE_EXAMPLE)
 
 def copies_example(query: str, context: str) -> bool:
-    """True when a residual query is taken from the writer's worked example rather than from the question: its
-    content words equal those of the example's query, or it names one of the example's own people
-    (`EXAMPLE_MARKERS`: Ada, Lovelace, Byron, Augusta) that the prompt's real `context` (the question, the selected
-    statements and the observed passages) never mentions."""
-    w = content_words(query)
-    return w == content_words(WRITE_EXAMPLE[1]["queries"][0]) or bool((w & EXAMPLE_MARKERS) - content_words(context))
+    """True when a residual query is taken from the writer's worked example rather than from the question: it names
+    one of the example's own people (`EXAMPLE_MARKERS`: Ada, Lovelace, Byron, Augusta; the example's query "Where was
+    Lord Byron born?" among them) that the prompt's real `context` (the question, the selected statements and the
+    observed passages) never mentions. A question about Byron may ask about Byron."""
+    return bool((content_words(query) & EXAMPLE_MARKERS) - content_words(context))
 
 def clean_queries(value, x: str, L: int, earlier=(), context: str | None = None) -> tuple[list[str], list[list[str]]]:
     """`(kept, dropped)` from a writer reply `{"queries": [...]}`: at most `L` queries kept in order; each dropped one as
@@ -899,6 +898,29 @@ def evireform_summary(rows: list[dict]) -> dict:
                failed_passages=round(100 * sum(r["pool_failed"] for r in rows) / max(n_pass, 1), 2),
                extracted_new=new, extract_s_per_passage=round(secs / new, 2) if new else None)
     return out
+
+# %% ../nbs/20_evireform.ipynb #adad2851
+_NOT_SETTINGS = ("variant", "read", "reader_max_passages", "reader_best_last", "reader_max_new_tokens", "reader_constrain_options",
+                 "propositions", "extract_batch")
+
+def contrast_flag(rows_a: list[dict], rows_b: list[dict], params_a: dict, params_b: dict) -> str:
+    """Why the contrast of EviReform run A minus run B cannot show a difference, or `''` when it can: `same settings`
+    (the runs' retrieval parameters `params_a`, `params_b` (their `run.json` params) are equal); `A keeps no residual
+    query` / `B ...` (the reformulating side kept none on any question its rows answer: it is the seed alone, so a
+    reformulation contrast is zero by construction); `beta = 1 on A` / `on B` (the residual signal has no mass); and,
+    read from the rankings, `identical rankings on all N paired questions` (prediction rows `rows_a`, `rows_b`
+    paired by `id`; `retrieved` compared). Reasons are joined with `; `."""
+    norm = lambda p: {k: v for k, v in p.items() if k not in _NOT_SETTINGS}
+    out = []
+    if norm(params_a) == norm(params_b): out.append("same settings")
+    for side, p, rows in (("A", params_a, rows_a), ("B", params_b, rows_b)):
+        reform = p.get("reformulation", "residual") != "none" and p.get("retrieval", "evireform") == "evireform"
+        if reform and rows and all((r.get("n_queries") or 0) == 0 for r in rows): out.append(f"{side} keeps no residual query")
+        if reform and float(p.get("beta", 0.5)) == 1.0: out.append(f"beta = 1 on {side}")
+    b = {r["id"]: r.get("retrieved") for r in rows_b}
+    pairs = [(r.get("retrieved"), b[r["id"]]) for r in rows_a if r["id"] in b]
+    if pairs and all(x == y for x, y in pairs): out.append(f"identical rankings on all {len(pairs)} paired questions")
+    return "; ".join(out)
 
 # %% ../nbs/20_evireform.ipynb #5fae5d3b
 def round_usage(rows: list[dict]) -> dict:

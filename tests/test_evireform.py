@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from megrag_kit.data import load_dataset
 from megrag_kit.core import Question
 from megrag_kit.evireform import (EviReformConfig, PropositionIndex, PropositionVectors, clean_queries, combine, entity_propagation, evireform_summary,
-                                  gold_queries, gold_selection, is_select_all, no_propagation, normalize_entity, parse_propositions, proposition_view, propositions_path, readout,
+                                  contrast_flag, gold_queries, gold_selection, is_select_all, no_propagation, normalize_entity, parse_propositions, proposition_view, propositions_path, readout,
                                   residual_signal, seed_signal, top_positive)
 from megrag_kit.gold import GoldHop, gold_hops
 from megrag_kit.method import ConfigError, Resources, build_method
@@ -478,3 +478,14 @@ def test_gold_writer_on_three_real_musique_questions():
         blank = Question(q.qid, q.question, [""], [], q.qtype, q.decomposition)
         assert gold_queries(gold_hops(blank), [hops[0].pid]) == gold_queries(hops, [hops[0].pid])
         assert gold_selection(gold_hops(blank), [hops[1].pid, -1, hops[0].pid]) == [0, 2]
+
+
+def test_contrast_flag_says_when_the_sides_cannot_differ():
+    full, noref = dict(variant="full", reformulation="residual", beta=0.5), dict(variant="no_reformulation", reformulation="none")
+    a = [dict(id="q1", n_queries=0, retrieved=[1, 2]), dict(id="q2", n_queries=0, retrieved=[3, 4])]
+    b = [dict(id="q1", n_queries=0, retrieved=[1, 2]), dict(id="q2", n_queries=0, retrieved=[4, 3])]
+    assert contrast_flag(a, b, full, noref) == "A keeps no residual query"           # zero by construction, rankings aside
+    a[0]["n_queries"] = 1
+    assert contrast_flag(a, b, full, noref) == ""
+    assert contrast_flag(a, a, full, {**full, "variant": "custom", "read": False}) == "same settings; identical rankings on all 2 paired questions"
+    assert contrast_flag(a, b, {**full, "beta": 1.0}, noref) == "beta = 1 on A"
