@@ -16,7 +16,7 @@ from .core import Dataset, Passage, Question, content_words, unit_id
 from .models import Cost, StructuredOutputError, parse_json, structured
 from .retrievers import _check_k, slug
 from .index import EvidenceStore, ExtractedView, ParsedView, default_parser
-from .gold import fill_hop, gold_hops
+from .gold import fill_hop, gold_hops, has_gold
 from .method import Answer, ConfigError, Method, ReaderOptions, Resources, param, register
 
 # %% auto #0
@@ -700,6 +700,9 @@ class EviReform(Method):
             st["cand"] = top_positive(st["sims0"], cfg.k_s)
         ask = [st for st in sts if len(st["cand"])]
         if cfg.policy == "gold":
+            if bad := [st["q"].qid for st in sts if not has_gold(st["q"])]:
+                raise ValueError(f"evireform policy=gold: question {bad[0]} has no gold decomposition (question_decomposition); "
+                                 f"{len(bad)} of this batch lack one (the gold policy needs a dataset such as musique)")
             for st in ask:
                 sel = gold_selection(gold_hops(st["q"]), [idx.pid[st["rows0"][c]] for c in st["cand"]])[:cfg.max_selected]
                 st["selector"] = dict(raw=None, parsed=None, policy="gold", valid=[int(i) + 1 for i in sel], select_all=False, fallback=not sel)
@@ -871,7 +874,7 @@ def evireform_summary(rows: list[dict]) -> dict:
     `select_all` (% whose reply counted through the candidates, `is_select_all`), `seed_fallback` (% whose selection
     is the best candidate by rule), `writer_unparsed` (%), `copied_queries` (residual queries dropped as copies of
     the worked example, a count) and `copied_questions` (% of questions with one), `residual_fallback` (% left with
-    the seed alone: no residual query kept in round one); `mean_queries`,
+    the seed alone: no residual query kept in round one), each `None` for rows written before it was recorded; `mean_queries`,
     `rounds_used` (questions per number of rounds), and the extraction yield `pool_passages`, `pool_propositions`
     (means per question), `propositions_per_passage`, `failed_passages` (% of pool passages), `extracted_new`
     (passages this run extracted) and `extract_s_per_passage`."""
@@ -887,9 +890,10 @@ def evireform_summary(rows: list[dict]) -> dict:
     out["expanded_minus_chain5"] = round(out["chain_expanded"] - 100 * sum(c5) / len(c5), 2) if c5 and g else None
     n_pass, n_props = sum(r["pool_passages"] for r in rows), sum(r["pool_propositions"] for r in rows)
     new, secs = sum(r["extracted_new"] for r in rows), sum(r["extract_s"] for r in rows)
-    health = lambda k: pct([r.get(k, False) for r in rows])
+    has = lambda k: all(k in r for r in rows)          # rows written before a counter existed: None, never a made-up 0
+    health = lambda k: pct([r[k] for r in rows]) if has(k) else None
     out.update(selector_unparsed=health("selector_unparsed"), select_all=health("select_all"), seed_fallback=health("seed_fallback"),
-               writer_unparsed=health("writer_unparsed"), copied_queries=sum(r.get("copied_queries", 0) for r in rows),
+               writer_unparsed=health("writer_unparsed"), copied_queries=sum(r["copied_queries"] for r in rows) if has("copied_queries") else None,
                copied_questions=health("copied_queries"), residual_fallback=health("residual_fallback"),
                mean_queries=round(sum(r["n_queries"] for r in rows) / len(rows), 3),
                rounds_used={str(k): v for k, v in sorted(Counter(r["rounds_used"] for r in rows).items())},

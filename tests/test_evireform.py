@@ -489,3 +489,8 @@ def test_contrast_flag_says_when_the_sides_cannot_differ():
     assert contrast_flag(a, b, full, noref) == ""
     assert contrast_flag(a, a, full, {**full, "variant": "custom", "read": False}) == "same settings; identical rankings on all 2 paired questions"
     assert contrast_flag(a, b, {**full, "beta": 1.0}, noref) == "beta = 1 on A"
+
+
+def test_gold_policy_refuses_a_question_without_a_decomposition(demo, root):
+    with pytest.raises(ValueError, match="has no gold decomposition"):
+        make(demo, root, Script(), variant="gold", read=False).answer(demo.questions[:1])
