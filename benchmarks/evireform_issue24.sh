@@ -4,7 +4,7 @@
 # only (read=false): each run a resumable folder under runs/, then the tables with paired bootstrap intervals and the
 # policy-health counters (benchmarks/evireform_table.py).
 #   bash benchmarks/evireform_issue24.sh gold [N]          MuSiQue dev, first N (default 200): gold, dense, BM25 (no LLM call)
-#   bash benchmarks/evireform_issue24.sh model DATASET [N] first N (default 100) of musique | 2wikimultihopqa: full, the
+#   bash benchmarks/evireform_issue24.sh model DATASET [N] first N (default 100; folders runs/{musique,2wiki}100-*) of musique | 2wikimultihopqa: full, the
 #                                                          2x2, the controls, dense, BM25 (the selector's and writer's
 #                                                          replies are served by the LLM call cache to the runs sharing them)
 #   bash benchmarks/evireform_issue24.sh tables            the tables of whatever runs exist (benchmarks/results/*-issue24.md)
@@ -27,7 +27,8 @@ tables() {  # tables TAG BASE VARIANT...   (the first variant is the reference o
 MODEL=(full no_propagation no_reformulation no_reformulation_no_propagation residual_only repeat_question dense bm25)
 case ${1:-} in
   gold) n=${2:-200}; for v in gold dense bm25; do one musique "musique$n" "$n" "$v"; done ;;
-  model) ds=$2; n=${3:-100}; tag=$([ "$ds" = musique ] && echo musique || echo 2wiki)$n
+  model) ds=$2; n=${3:-100}; tag=$([ "$ds" = musique ] && echo musique || echo 2wiki)100   # one folder per dataset: a smaller N
+         # first, then the same command with a larger one resumes it (the runner answers only the questions not done)
          for v in "${MODEL[@]}"; do one "$ds" "$tag" "$n" "$v"; done ;;
   tables)
     tables musique200 gold gold dense bm25
