@@ -531,6 +531,8 @@ VARIANTS = {  # the appendix's controls (Tables A.2, A.5, C.6): each preset sets
     "dense": {"retrieval": "dense"},
     "bm25": {"retrieval": "bm25"},
     "gold": {"policy": "gold"},
+    "gold_no_reformulation": {"policy": "gold", "reformulation": "none"},   # the gold selector alone
+    "gold_no_propagation": {"policy": "gold", "propagation": "none"},
 }
 _SWITCHES = ("retrieval", "reformulation", "combination", "propagation", "readout", "policy")
 
@@ -541,7 +543,8 @@ class EviReformConfig(ReaderOptions):
     for `rounds > 1` without residual reformulation, or for `residual_only` without reformulation."""
     reader_max_passages: int = param(5, "passages the reader sees (best first)", min=1)
     variant: Literal["full", "no_reformulation", "repeat_question", "residual_only", "no_propagation", "no_reformulation_no_propagation",
-                     "reorder", "dense", "bm25", "gold", "custom"] = param("full", "a preset of the switches below")
+                     "reorder", "dense", "bm25", "gold", "gold_no_reformulation", "gold_no_propagation", "custom"] = param(
+                         "full", "a preset of the switches below")
     retrieval: Literal["evireform", "reorder", "dense", "bm25"] = param("evireform", "the method, the reordering control, or a passage baseline")
     reformulation: Literal["residual", "none", "repeat"] = param("residual", "residual queries, none, or the question repeated (matched count)")
     combination: Literal["both", "residual_only"] = param("both", "s0 from s_x and s_r, or from s_r only", "s0")
