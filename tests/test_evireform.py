@@ -143,7 +143,7 @@ class Script(ScriptedLLM):
             self.kinds.append("reask"); return "still not JSON"
         if "Observed passages:" in msg:
             self.kinds.append("write"); qs = self.queries.pop(0) if self.queries else ()
-            return json.dumps({"queries": list(qs)})
+            return qs if isinstance(qs, str) else json.dumps({"queries": list(qs)})     # a str: the raw reply (prose)
         if "\nPassages:\n" in msg: self.kinds.append("reorder"); return json.dumps({"order": self.order})
         if "\nStatements:\n" in msg:
             self.kinds.append("select"); return self.selected if isinstance(self.selected, str) else json.dumps({"selected": self.selected})
@@ -393,13 +393,14 @@ def test_select_all_replies_are_recognised(demo, root):
 
 
 def test_health_counters_in_the_summary(demo, root, tmp_path):
-    llm = Script(selected="I pick the first", queries=[("Where was Lord Byron born?",), ("Where is Sir James Charles Mathew buried?",), "not json"])
-    llm.queries[2] = ()
+    "Scripted replies: prose from the selector (unparsed), a copied example query, a usable query, prose from the writer."
+    llm = Script(selected="I pick the first", queries=[("Where was Lord Byron born?",), ("Where is Sir James Charles Mathew buried?",),
+                                                        "I would search for the father."])
     m = make(demo, root, llm, read=False)
     s = run(m, demo, tmp_path / "run", limit=3, batch_size=3, show_progress=False)
     assert (s["selector_unparsed"], s["seed_fallback"], s["select_all"]) == (100.0, 100.0, 0.0)
     assert (s["copied_queries"], s["copied_questions"], s["residual_fallback"]) == (1, 33.33, 66.67)
-    assert s["writer_unparsed"] == 0.0
+    assert s["writer_unparsed"] == 33.33 and s["mean_queries"] == round(1 / 3, 3)
     assert set(type(m).report_columns.values()) <= set(s)
 
 
