@@ -16,19 +16,21 @@ from .core import Dataset, Passage, Question, content_words, unit_id
 from .models import Cost, StructuredOutputError, parse_json, structured
 from .retrievers import _check_k, slug
 from .index import EvidenceStore, ExtractedView, ParsedView, default_parser
+from .gold import fill_hop, gold_hops, has_gold
 from .method import Answer, ConfigError, Method, ReaderOptions, Resources, param, register
 
 # %% auto #0
 __all__ = ['PROPOSITION_SCHEMA', 'PROPOSITION_EXAMPLES', 'PROPOSITION_STOP', 'PROPOSITION_MAX_NEW_TOKENS',
            'PROPOSITION_GROUNDING', 'PRONOUN_SUBJECTS', 'PRONOUN_POSSESSIVES', 'NUMERIC_ENTITY_LABELS', 'PROPAGATORS',
            'SELECT_SCHEMA', 'ORDER_SCHEMA', 'QUERY_PATTERN', 'SELECT_SYSTEM', 'SELECT_EXAMPLE', 'WRITE_SYSTEM',
-           'WRITE_EXAMPLE', 'REORDER_SYSTEM', 'VARIANTS', 'proposition_prompt', 'normalize_entity',
-           'proposition_grounded', 'parse_propositions', 'ParserPropositions', 'default_proposition_parser',
-           'propositions_path', 'proposition_view', 'PropositionVectors', 'PropositionIndex', 'top_positive',
-           'seed_signal', 'residual_signal', 'combine', 'entity_propagation', 'no_propagation', 'readout',
-           'query_schema', 'reply_parser', 'selector_prompt', 'valid_selection', 'writer_prompt', 'clean_queries',
-           'reorder_prompt', 'valid_order', 'EviReformConfig', 'EviReform', 'evireform_summary', 'round_usage',
-           'RestrictedStore', 'growth_levels', 'restrict']
+           'WRITE_EXAMPLE', 'REORDER_SYSTEM', 'EXAMPLE_MARKERS', 'VARIANTS', 'COPIED', 'proposition_prompt',
+           'normalize_entity', 'proposition_grounded', 'parse_propositions', 'ParserPropositions',
+           'default_proposition_parser', 'propositions_path', 'proposition_view', 'PropositionVectors',
+           'PropositionIndex', 'top_positive', 'seed_signal', 'residual_signal', 'combine', 'entity_propagation',
+           'no_propagation', 'readout', 'query_schema', 'reply_parser', 'selector_prompt', 'valid_selection',
+           'is_select_all', 'writer_prompt', 'copies_example', 'clean_queries', 'reorder_prompt', 'valid_order',
+           'EviReformConfig', 'gold_selection', 'gold_queries', 'EviReform', 'evireform_summary', 'contrast_flag',
+           'round_usage', 'RestrictedStore', 'growth_levels', 'restrict']
 
 # %% ../nbs/20_evireform.ipynb #380d9315
 PROPOSITION_SCHEMA = {"type": "object", "properties": {"propositions": {"type": "array", "maxItems": 12, "items": {
@@ -262,7 +264,7 @@ class PropositionIndex:
     def __init__(self, view, n_passages: int, embedder=None, vectors: PropositionVectors | None = None):
         self.view, self.n_passages, self.embedder, self.store_vectors = view, int(n_passages), embedder, vectors
         self.pid, self.pos, self.texts, self.ents, self.entities = [], [], [], [], []
-        self._col, self._rows_of, self._vecs, self._mats = {}, {}, {}, None
+        self._col, self._rows_of, self._vecs, self._mats, self._full = {}, {}, {}, None, None
 
     def refresh(self) -> "PropositionIndex":
         for p in sorted(set(self.view.extracted) - set(self._rows_of)):
@@ -317,9 +319,18 @@ class PropositionIndex:
         dim = len(next(iter(self._vecs.values()))) if self._vecs else int(getattr(self.embedder, "dim", 0))
         return np.stack([self._vecs[r] for r in rows]) if rows else np.zeros((0, dim), np.float32)
 
+    def all_rows(self) -> np.ndarray:
+        "Every row of the index, in row order: int64 `[len(self)]`."
+        return np.arange(len(self), dtype=np.int64)
+
     def similarities(self, queries: list[str], rows) -> np.ndarray:
-        "Cosine of each query to each of the rows: float `[len(queries), len(rows)]`."
-        V = self.vectors(rows)
+        """Cosine of each query to each of the rows: float `[len(queries), len(rows)]`; `rows=None`: every row, in row
+        order (the whole index; its vector matrix is kept, and rebuilt when the index grows)."""
+        if rows is None:
+            n = len(self)
+            if self._full is None or len(self._full) != n: self._full = np.ascontiguousarray(self.vectors(range(n)))
+            V = self._full
+        else: V = self.vectors(rows)
         if not len(V): return np.zeros((len(queries), 0))
         return np.asarray(self.embedder.encode(list(queries)), dtype=np.float32) @ V.T
 
@@ -368,12 +379,23 @@ def _pinv(d) -> np.ndarray:
     return np.divide(1.0, d, out=np.zeros_like(d), where=d > 0)
 
 def entity_propagation(s0, M) -> np.ndarray:
-    """One step `s1 = s0 + D_p^+ M D_e^+ M^T s0` (`M`: `[n, n_entities]` 0/1 sparse or dense; `s0`: float `[n]`);
-    `D_p`, `D_e` are the row and column sums of `M`, their pseudoinverses zero at zero degree. Returns float `[n]`."""
+    """One step through shared entities without the self term (*EviReform: Evidence-Guided Query Reformulation for
+    Multi-Hop Graph Retrieval*, Appendix: propagation; the form is reconstructed): `s1 = s0 + D_A^+ A s0` with
+    `A = M D_e^+ M^T` and its diagonal set to zero, `D_e` the entity degrees (column sums of `M`) and `D_A` the row
+    sums of `A`; pseudoinverses are zero at zero degree. Mass moves only between different propositions that share
+    an entity, so a proposition sharing no entity with another (isolated) receives nothing.
+
+    `M`: `[n, n_entities]` 0/1, sparse or dense; `s0`: float `[n]`. `A` is never formed (an entity held by `d`
+    propositions would give `d^2` entries): `A s0 = M D_e^+ M^T s0 - diag(A) s0`, `diag(A) = M D_e^+ 1` and
+    `D_A = M (1 - D_e^+ 1)` over the entities held by someone. Returns float `[n]`."""
     M = sp.csr_matrix(M, dtype=float); s0 = np.asarray(s0, dtype=float)
     if M.shape[1] == 0 or M.nnz == 0: return s0.copy()
-    dp, de = _pinv(M.sum(axis=1)), _pinv(M.sum(axis=0))
-    return s0 + dp * (M @ (de * (M.T @ s0)))
+    M.data[:] = 1.0
+    deg = np.asarray(M.sum(axis=0)).ravel(); de = _pinv(deg)
+    own = M @ de                                              # diag(A): the part of the transfer a row would hand itself
+    As0 = np.maximum(M @ (de * (M.T @ s0)) - own * s0, 0.0)   # exact zeros up to rounding; A s0 >= 0
+    dA = M @ np.where(deg > 0, 1.0 - de, 0.0)                 # row sums of A: sum over the row's entities of (1 - 1/deg)
+    return s0 + _pinv(np.where(dA > 1e-12, dA, 0.0)) * As0
 
 def no_propagation(s0, M) -> np.ndarray:
     "The identity: `s1 = s0` (the no-propagation ablation)."
@@ -441,6 +463,13 @@ def valid_selection(value, n: int, max_selected: int) -> list[int]:
         if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= n and v - 1 not in out: out.append(v - 1)
     return out[:max_selected]
 
+def is_select_all(selection: list[int], n: int, max_selected: int) -> bool:
+    """True when a valid selection (0-based, as `valid_selection` returns it) is the first `min(n, max_selected)`
+    candidates in their shown order and there were at least two to choose from: the reply counted through the list
+    (`[1, 2, ..., 12]`) instead of choosing, so it carries no decision."""
+    m = min(int(n), int(max_selected))
+    return m >= 2 and list(selection) == list(range(m))
+
 def writer_prompt(x: str, selected: list[str], observed: list[str], L: int) -> list[dict]:
     "Messages for the residual-query writer: the question, the selected propositions and the observed passages."
     body = (f"Question: {x}\nSelected statements:\n" + ("\n".join(f"- {t}" for t in selected) or "- none") +
@@ -448,17 +477,29 @@ def writer_prompt(x: str, selected: list[str], observed: list[str], L: int) -> l
     return [{"role": "system", "content": WRITE_SYSTEM.format(L=L)}, {"role": "user", "content": WRITE_EXAMPLE[0]},
             {"role": "assistant", "content": json.dumps(WRITE_EXAMPLE[1])}, {"role": "user", "content": body}]
 
-def clean_queries(value, x: str, L: int, earlier=()) -> tuple[list[str], list[list[str]]]:
+EXAMPLE_MARKERS = frozenset({"ada", "lovelace", "byron", "augusta"})   # the worked examples' own names (SELECT/WRITE_EXAMPLE)
+
+def copies_example(query: str, context: str) -> bool:
+    """True when a residual query is taken from the writer's worked example rather than from the question: it names
+    one of the example's own people (`EXAMPLE_MARKERS`: Ada, Lovelace, Byron, Augusta; the example's query "Where was
+    Lord Byron born?" among them) that the prompt's real `context` (the question, the selected statements and the
+    observed passages) never mentions. A question about Byron may ask about Byron."""
+    return bool((content_words(query) & EXAMPLE_MARKERS) - content_words(context))
+
+def clean_queries(value, x: str, L: int, earlier=(), context: str | None = None) -> tuple[list[str], list[list[str]]]:
     """`(kept, dropped)` from a writer reply `{"queries": [...]}`: at most `L` queries kept in order; each dropped one as
-    `[query, reason]` (`not a string`, `empty`, `no content word`, `repeats the question`, `duplicate` of a kept query
-    or of one in `earlier` (the queries of earlier rounds), `over L`)."""
+    `[query, reason]` (`not a string`, `empty`, `no content word`, `repeats the question`, `copies the worked
+    example` (`copies_example` against `context`, default `x`), `duplicate` of a kept query or of one in `earlier`
+    (the queries of earlier rounds), `over L`)."""
     raw = (value or {}).get("queries") if isinstance(value, dict) else None
     kept, dropped, xw = [], [], content_words(x)
     seen = [content_words(q) for q in earlier]
+    ctx = x if context is None else context
     for q in raw if isinstance(raw, list) else []:
         if not isinstance(q, str): dropped.append([json.dumps(q), "not a string"]); continue
         q = " ".join(q.split()); w = content_words(q)
         why = ("empty" if not q else "no content word" if not w else "repeats the question" if w == xw else
+               "copies the worked example" if copies_example(q, ctx) else
                "duplicate" if any(content_words(k) == w for k in kept) or w in seen else "over L" if len(kept) >= L else None)
         if why: dropped.append([q, why])
         else: kept.append(q)
@@ -489,8 +530,11 @@ VARIANTS = {  # the appendix's controls (Tables A.2, A.5, C.6): each preset sets
     "reorder": {"retrieval": "reorder"},
     "dense": {"retrieval": "dense"},
     "bm25": {"retrieval": "bm25"},
+    "gold": {"policy": "gold"},
+    "gold_no_reformulation": {"policy": "gold", "reformulation": "none"},   # the gold selector alone
+    "gold_no_propagation": {"policy": "gold", "propagation": "none"},
 }
-_SWITCHES = ("retrieval", "reformulation", "combination", "propagation", "readout")
+_SWITCHES = ("retrieval", "reformulation", "combination", "propagation", "readout", "policy")
 
 @dataclass(frozen=True)
 class EviReformConfig(ReaderOptions):
@@ -499,12 +543,18 @@ class EviReformConfig(ReaderOptions):
     for `rounds > 1` without residual reformulation, or for `residual_only` without reformulation."""
     reader_max_passages: int = param(5, "passages the reader sees (best first)", min=1)
     variant: Literal["full", "no_reformulation", "repeat_question", "residual_only", "no_propagation", "no_reformulation_no_propagation",
-                     "reorder", "dense", "bm25", "custom"] = param("full", "a preset of the switches below")
+                     "reorder", "dense", "bm25", "gold", "gold_no_reformulation", "gold_no_propagation", "custom"] = param(
+                         "full", "a preset of the switches below")
     retrieval: Literal["evireform", "reorder", "dense", "bm25"] = param("evireform", "the method, the reordering control, or a passage baseline")
     reformulation: Literal["residual", "none", "repeat"] = param("residual", "residual queries, none, or the question repeated (matched count)")
     combination: Literal["both", "residual_only"] = param("both", "s0 from s_x and s_r, or from s_r only", "s0")
     propagation: Literal["entity", "none"] = param("entity", "one step through shared entities, or none", "s1")
     readout: Literal["max", "sum"] = param("max", "passage score: max (or sum) of its propositions' s1")
+    policy: Literal["model", "gold"] = param("model", "who makes the selector's and writer's decisions: the LLM, or the gold hops")
+    scope: Literal["index", "pool"] = param("index", "x and each residual query search the whole proposition index, or only "
+                                             "the propositions of their dense top pool_x / pool_r passages")
+    select_all: Literal["fallback", "keep"] = param("fallback", "a selector reply that counts through the candidates: no "
+                                                    "decision (the best candidate, as for no valid selection), or kept")
     alpha: float = param(0.5, "response weight: mass of the selected propositions in s_x", "alpha", min=0.0, max=1.0)
     beta: float = param(0.5, "mass of the original question in s0", "beta", min=0.0, max=1.0)
     k_s: int = param(40, "seed candidates of the original question shown to the selector", "K_s", min=1)
@@ -512,8 +562,8 @@ class EviReformConfig(ReaderOptions):
     L: int = param(2, "most residual queries per round", "L", min=1, max=5)
     rounds: int = param(1, "rounds of reformulation (later ones only while the writer names something missing)", min=1, max=3)
     max_selected: int = param(8, "most propositions the selector may keep", min=1, max=12)
-    pool_x: int = param(10, "dense top passages of x whose propositions are extracted and searched", min=1)
-    pool_r: int = param(5, "dense top passages of each residual query whose propositions are extracted and searched", min=1)
+    pool_x: int = param(10, "scope=pool: dense top passages of x whose propositions are extracted and searched", min=1)
+    pool_r: int = param(5, "scope=pool: dense top passages of each residual query whose propositions are extracted and searched", min=1)
     reorder_k: int = param(40, "reorder control: dense passages of x the LLM may reorder", min=1, max=40)
     depth: int = param(20, "length of the returned ranking (filled from x's dense ranking)", min=1)
     observed_chars: int = param(300, "characters of each observed passage shown to the writer", min=0)
@@ -536,6 +586,8 @@ class EviReformConfig(ReaderOptions):
         object.__setattr__(self, "variant", name)
         if self.rounds > 1 and (self.reformulation != "residual" or self.retrieval != "evireform"):
             raise ConfigError(f"evireform: rounds={self.rounds} repeats residual reformulation; it needs reformulation=residual and retrieval=evireform")
+        if self.policy == "gold" and self.retrieval in ("dense", "bm25"):
+            raise ConfigError(f"evireform: policy=gold makes the selector's and writer's decisions; retrieval={self.retrieval} has none")
         if self.combination == "residual_only" and self.reformulation == "none":
             raise ConfigError("evireform: combination=residual_only needs residual queries (reformulation=residual or repeat)")
 
@@ -544,6 +596,31 @@ def _top(index: PropositionIndex, rows, signal, k: int = 10) -> list:
     "The `k` best propositions of a signal as `[[unit id, score]]` (positive scores only)."
     signal = np.asarray(signal, dtype=float)
     return [[index.unit(int(rows[i])), round(float(signal[i]), 6)] for i in np.argsort(-signal, kind="stable")[:k] if signal[i] > 0]
+
+def gold_selection(hops: list, candidate_pids: list[int]) -> list[int]:
+    """The gold selector (issue: the gold policy): 0-based indices, in candidate order, of the candidates owned by a
+    gold supporting passage (`GoldHop.pid` of any hop; see `megrag_kit.gold`). Reads the hops only."""
+    gold = {h.pid for h in hops if h.pid is not None}
+    return [i for i, p in enumerate(candidate_pids) if int(p) in gold]
+
+def gold_queries(hops: list, observed) -> tuple[list[str], list[list[str]]]:
+    """The gold writer: `(queries, dropped)`. For each hop, in hop order, whose supporting passage is not in
+    `observed` (passage ids; a hop with no known passage is never observed), the gold sub-question with each `#k`
+    filled by the gold sub-answer of hop k when hop k's passage is observed (`fill_hop`; a perfect writer reads it
+    from the evidence it was shown); a template naming an unobserved hop's answer is dropped as `[template,
+    "needs an unobserved hop's answer"]`. Reads the hops only (never the question's answers or gold passages)."""
+    obs = {int(p) for p in observed}
+    seen = lambda h: h.pid is not None and int(h.pid) in obs
+    answers = {h.k: h.answer for h in hops if seen(h)}
+    out, dropped = [], []
+    for h in hops:
+        if seen(h): continue
+        q = fill_hop(h.template, answers)
+        if q is None: dropped.append([h.template, "needs an unobserved hop's answer"])
+        elif q not in out: out.append(q)
+    return out, dropped
+
+COPIED = "copies the worked example"
 
 def _share(gold, pool) -> tuple[bool | None, float | None]:
     "(complete chain, recall) of the gold passages in a pool; `(None, None)` without gold."
@@ -563,7 +640,10 @@ class EviReform(Method):
     name = "evireform"
     Config = EviReformConfig
     report_columns = {"chain initial %": "chain_initial", "chain expanded %": "chain_expanded", "became complete": "became_complete",
-                      "props/passage": "propositions_per_passage", "extract s/passage": "extract_s_per_passage"}
+                      "selector unparsed %": "selector_unparsed", "select-all %": "select_all", "seed fallback %": "seed_fallback",
+                      "writer unparsed %": "writer_unparsed", "copied queries": "copied_queries",
+                      "copy questions %": "copied_questions", "residual fallback %": "residual_fallback",
+                      "props/passage": "propositions_per_passage"}
 
     @cached_property
     def llm(self): return self.res.llm
@@ -591,28 +671,54 @@ class EviReform(Method):
         new = [p for p in dict.fromkeys(p for pool in pools for p in pool) if p not in done]
         if not new: return
         t0 = time.perf_counter(); self.view.extract(new); dt = time.perf_counter() - t0
-        claimed = set()
+        claimed, fresh = set(), set(new)
         for st, pool in zip(sts, pools):
-            mine = [p for p in dict.fromkeys(pool) if p in set(new) and p not in claimed]
+            mine = [p for p in dict.fromkeys(pool) if p in fresh and p not in claimed]
             claimed |= set(mine); st["extracted_new"] += len(mine); st["extract_s"] += dt * len(mine) / len(new)
 
     def _universe(self, st: dict) -> list[int]:
-        "The question's pool: `x`'s top `pool_x` passages, then each residual query's top `pool_r`, in that order, once each."
+        """The question's passages: with `scope=pool`, `x`'s top `pool_x` passages, then each residual query's top
+        `pool_r`, in that order, once each; with `scope=index`, the whole corpus (in passage id order)."""
+        if self.config.scope == "index": return list(range(len(self.store.passages)))
         return list(dict.fromkeys([*st["pool0"], *(p for r in st["rounds"] for pool in r["pools"] for p in pool)]))
+
+    def _rows(self, st: dict) -> np.ndarray:
+        "The rows of the question's universe: every row of the index (`scope=index`, in row order) or the pool's rows."
+        return self.index.all_rows() if self.config.scope == "index" else self.index.rows(self._universe(st))
+
+    def _sims(self, queries: list[str], rows) -> np.ndarray:
+        "Cosines `[len(queries), len(rows)]` of the queries to the universe rows (the whole index at once for `scope=index`)."
+        return self.index.similarities(queries, None if self.config.scope == "index" else rows)
 
     def _seed(self, sts: list[dict]):
         cfg, idx = self.config, self.index
+        if cfg.scope == "index":
+            rows = idx.all_rows()
+            sims = idx.similarities([st["x"] for st in sts], None) if len(rows) else np.zeros((len(sts), 0))
+            for st, row in zip(sts, sims): st["rows0"], st["sims0"] = rows, row
         for st in sts:
-            st["rows0"] = idx.rows(st["pool0"])
-            st["sims0"] = idx.similarities([st["x"]], st["rows0"])[0] if len(st["rows0"]) else np.zeros(0)
+            if cfg.scope == "pool":
+                st["rows0"] = idx.rows(st["pool0"])
+                st["sims0"] = idx.similarities([st["x"]], st["rows0"])[0] if len(st["rows0"]) else np.zeros(0)
             st["cand"] = top_positive(st["sims0"], cfg.k_s)
         ask = [st for st in sts if len(st["cand"])]
+        if cfg.policy == "gold":
+            if bad := [st["q"].qid for st in sts if not has_gold(st["q"])]:
+                raise ValueError(f"evireform policy=gold: question {bad[0]} has no gold decomposition (question_decomposition); "
+                                 f"{len(bad)} of this batch lack one (the gold policy needs a dataset such as musique)")
+            for st in ask:
+                sel = gold_selection(gold_hops(st["q"]), [idx.pid[st["rows0"][c]] for c in st["cand"]])[:cfg.max_selected]
+                st["selector"] = dict(raw=None, parsed=None, policy="gold", valid=[int(i) + 1 for i in sel], select_all=False, fallback=not sel)
+                st["selected"] = [int(st["cand"][i]) for i in sel] or [int(st["cand"][0])]
+            ask = []
         prompts = [selector_prompt(st["x"], [idx.texts[st["rows0"][c]] for c in st["cand"]]) for st in ask]
-        for st, (v, gens) in zip(ask, structured(self.llm, prompts, SELECT_SCHEMA, parse=reply_parser("selected"), max_new_tokens=cfg.select_max_new_tokens)):
+        for st, (v, gens) in zip(ask, structured(self.llm, prompts, SELECT_SCHEMA, parse=reply_parser("selected"), max_new_tokens=cfg.select_max_new_tokens)) if ask else ():
             st["gens"] += gens
             sel = valid_selection(v, len(st["cand"]), cfg.max_selected)
-            st["selector"] = dict(raw=gens[-1].text, parsed=v is not None, valid=[int(i) + 1 for i in sel], fallback=not sel)
-            st["selected"] = [int(st["cand"][i]) for i in sel] or [int(st["cand"][0])]
+            every = is_select_all(sel, len(st["cand"]), cfg.max_selected)
+            use = [] if every and cfg.select_all == "fallback" else sel
+            st["selector"] = dict(raw=gens[-1].text, parsed=v is not None, valid=[int(i) + 1 for i in sel], select_all=every, fallback=not use)
+            st["selected"] = [int(st["cand"][i]) for i in use] or [int(st["cand"][0])]
         for st in sts:
             if not len(st["cand"]): st["selector"], st["selected"] = dict(raw=None, parsed=None, valid=[], fallback=True, no_candidate=True), []
             st["observed"] = list(dict.fromkeys(idx.pid[st["rows0"][i]] for i in st["selected"]))
@@ -626,13 +732,21 @@ class EviReform(Method):
         cfg, idx = self.config, self.index
         act = [st for st in sts if st["active"]]
         if not act: return
+        earlier = lambda st: [q for r in st["rounds"] for q in r["queries"]]
         if cfg.reformulation == "repeat":
             for st in act: st["rounds"].append(dict(round=t + 1, raw=None, queries=[st["x"]], dropped=[], k=cfg.L * cfg.k_r))
+        elif cfg.policy == "gold":
+            for st in act:
+                qs, gone = gold_queries(gold_hops(st["q"]), st["observed"])
+                kept, dropped = clean_queries({"queries": qs}, st["x"], cfg.L, earlier(st), context=" ".join([st["x"], *qs]))
+                st["rounds"].append(dict(round=t + 1, raw=None, parsed=None, policy="gold", queries=kept, dropped=gone + dropped, k=cfg.k_r))
         else:
-            prompts = [writer_prompt(st["x"], [idx.texts[st["rows0"][i]] for i in st["selected"]], self._observed_text(st["observed"]), cfg.L) for st in act]
-            for st, (v, gens) in zip(act, structured(self.llm, prompts, query_schema(cfg.L), parse=reply_parser("queries"), max_new_tokens=cfg.write_max_new_tokens)):
+            shown = [([idx.texts[st["rows0"][i]] for i in st["selected"]], self._observed_text(st["observed"])) for st in act]
+            prompts = [writer_prompt(st["x"], sel, obs, cfg.L) for st, (sel, obs) in zip(act, shown)]
+            for st, (sel, obs), (v, gens) in zip(act, shown, structured(self.llm, prompts, query_schema(cfg.L), parse=reply_parser("queries"),
+                                                                       max_new_tokens=cfg.write_max_new_tokens)):
                 st["gens"] += gens
-                kept, dropped = clean_queries(v, st["x"], cfg.L, [q for r in st["rounds"] for q in r["queries"]])
+                kept, dropped = clean_queries(v, st["x"], cfg.L, earlier(st), context="\n".join([st["x"], *sel, *obs]))
                 st["rounds"].append(dict(round=t + 1, raw=gens[-1].text, parsed=v is not None, queries=kept, dropped=dropped, k=cfg.k_r))
         live = [st for st in act if st["rounds"][-1]["queries"]]
         for st in act:
@@ -641,12 +755,14 @@ class EviReform(Method):
                 if t == 0: st["residual_fallback"] = True        # no residual query survived: the seed alone
                 st["rounds"][-1].update(pools=[], seeds=[], ranking=None)
         flat = [(st, q) for st in live for q in st["rounds"][-1]["queries"]]
-        hits = self.store.search([q for _, q in flat], cfg.pool_r) if flat else []
-        for (st, q), h in zip(flat, hits): st["rounds"][-1].setdefault("pools", []).append([p for p, _ in h])
-        self._extract(live, [[p for pool in st["rounds"][-1]["pools"] for p in pool] for st in live])
+        for st in live: st["rounds"][-1]["pools"] = []
+        if cfg.scope == "pool":
+            hits = self.store.search([q for _, q in flat], cfg.pool_r) if flat else []
+            for (st, q), h in zip(flat, hits): st["rounds"][-1]["pools"].append([p for p, _ in h])
+            self._extract(live, [[p for pool in st["rounds"][-1]["pools"] for p in pool] for st in live])
         for st in live:
-            r = st["rounds"][-1]; U = idx.rows(self._universe(st))
-            _, seeds = residual_signal(idx.similarities(r["queries"], U), r["k"])
+            r = st["rounds"][-1]; U = self._rows(st)
+            _, seeds = residual_signal(self._sims(r["queries"], U), r["k"])
             r["seeds"] = [[[idx.unit(int(U[i])), idx.texts[U[i]]] for i in s] for s in seeds]
             st["observed"] = list(dict.fromkeys([*st["observed"], *(idx.pid[U[i]] for s in seeds for i in s)]))
             r["ranking"] = self._rank(st)["ranking"][:cfg.depth]
@@ -655,12 +771,12 @@ class EviReform(Method):
     def _rank(self, st: dict) -> dict:
         "Signals, propagation and readout over the question's universe; the ranking filled from `x`'s dense order."
         cfg, idx = self.config, self.index
-        U = idx.rows(self._universe(st)); n = len(U)
+        U = self._rows(st); n = len(U)
         s_x = np.zeros(n); s_x[:len(st["rows0"])] = seed_signal(st["sims0"], st["cand"], st["selected"], cfg.alpha)
         queries = [(q, r["k"]) for r in st["rounds"] for q in r["queries"]]
         s_r, seeds = np.zeros(n), []
         if queries and n:
-            sims = idx.similarities([q for q, _ in queries], U)
+            sims = self._sims([q for q, _ in queries], U)
             parts = [residual_signal(row[None], k) for row, (_, k) in zip(sims, queries)]
             seeds = [p[1][0] for p in parts]
             found = [p[0] for p in parts if p[0].any()]
@@ -694,9 +810,9 @@ class EviReform(Method):
             return self._read(questions, [[p for p, _ in h] for h in hits], [{"retrieval": cfg.retrieval, "ranking": [[p, round(s, 4)] for p, s in h]} for h in hits],
                               [[] for _ in questions], [{} for _ in questions])
         hits = self.store.search(xs, max(cfg.pool_x, cfg.depth, cfg.reorder_k if cfg.retrieval == "reorder" else 1))
-        sts = [dict(x=x, dense=[p for p, _ in h], pool0=[p for p, _ in h[:cfg.pool_x]], rounds=[], gens=[], extracted_new=0, extract_s=0.0,
-                    active=cfg.reformulation != "none", residual_fallback=False) for x, h in zip(xs, hits)]
-        self._extract(sts, [st["pool0"] for st in sts])
+        sts = [dict(q=q, x=x, dense=[p for p, _ in h], pool0=[p for p, _ in h[:cfg.pool_x]], rounds=[], gens=[], extracted_new=0, extract_s=0.0,
+                    active=cfg.reformulation != "none", residual_fallback=False) for q, x, h in zip(questions, xs, hits)]
+        self._extract(sts, [self._universe(st) for st in sts] if cfg.scope == "index" else [st["pool0"] for st in sts])
         self._seed(sts)
         if cfg.retrieval == "reorder": rankings = self._reorder(sts); finals = [None] * len(sts)
         else:
@@ -710,8 +826,7 @@ class EviReform(Method):
 
     def _trace(self, q: Question, st: dict, f: dict | None) -> tuple[dict, dict]:
         idx, rows0 = self.index, st["rows0"]
-        univ = self._universe(st)
-        tr = dict(retrieval=self.config.retrieval, pool=univ,
+        tr = dict(retrieval=self.config.retrieval, policy=self.config.policy, scope=self.config.scope, pool=None,
                   candidates=[[idx.unit(int(rows0[c])), idx.texts[rows0[c]], round(float(st["sims0"][c]), 4)] for c in st["cand"]],
                   selector=st["selector"], selected=[[idx.unit(int(rows0[i])), idx.texts[rows0[i]]] for i in st["selected"]],
                   observed=st["observed"], rounds=st["rounds"], residual_fallback=st["residual_fallback"])
@@ -720,17 +835,25 @@ class EviReform(Method):
         if f is not None:
             U = f["U"]
             tr["signals"] = {k: _top(idx, U, f[k]) for k in ("s_x", "s_r", "s0", "s1")}
-            tr["universe"] = dict(passages=len(univ), propositions=int(len(U)), entities=int((idx.M[U].sum(axis=0) > 0).sum()) if len(U) else 0)
+            tr["universe"] = dict(passages=len(self._universe(st)), propositions=int(len(U)),
+                                  entities=int((idx.M[U].sum(axis=0) > 0).sum()) if len(U) else 0)
             expanded = list(dict.fromkeys([*initial, *(idx.pid[U[i]] for s in f["seeds"] for i in s)]))
             scores = dict(f["scored"])
             tr["ranking"] = [[p, round(scores[p], 6) if p in scores else None] for p in f["ranking"]]
         else: tr["reorder"] = st["reorder"]
+        # scope=index searches the whole corpus: the pool the trace keeps is the passages the seeds came from
+        univ = expanded if self.config.scope == "index" else self._universe(st)
+        tr["pool"] = univ
         failed = set(self.view.failures)
         cov = {}
         for name, pool in (("pool", univ), ("initial", initial), ("expanded", expanded)):
             cov[f"chain_{name}"], cov[f"recall_{name}"] = _share(q.gold_pids, pool)
         tr["coverage"] = dict(initial=initial, expanded=expanded)
-        fields = dict(**cov, seed_fallback=bool(st["selector"]["fallback"]), residual_fallback=st["residual_fallback"],
+        sel, rounds = st["selector"], st["rounds"]
+        health = dict(selector_unparsed=sel.get("parsed") is False, select_all=bool(sel.get("select_all")), seed_fallback=bool(sel["fallback"]),
+                      writer_unparsed=any(r.get("parsed") is False for r in rounds),
+                      copied_queries=sum(why == COPIED for r in rounds for _, why in r["dropped"]))
+        fields = dict(**cov, **health, residual_fallback=st["residual_fallback"],
                       n_queries=sum(len(r["queries"]) for r in st["rounds"]), rounds_used=sum(1 for r in st["rounds"] if r["queries"]),
                       rounds_entered=len(st["rounds"]),
                       pool_passages=len(univ), pool_failed=sum(p in failed for p in univ), pool_propositions=int(len(idx.rows(univ))),
@@ -749,7 +872,12 @@ class EviReform(Method):
 def evireform_summary(rows: list[dict]) -> dict:
     """EviReform's summary fields over prediction rows (those with `pool_passages`; `{}` when none): coverage
     `chain_pool`, `chain_initial`, `chain_expanded` (% of questions with gold), `incomplete_initial`, `became_complete`
-    (counts), `expanded_minus_chain5` (points), the fallbacks `seed_fallback`, `residual_fallback` (%), `mean_queries`,
+    (counts), `expanded_minus_chain5` (points); the policy-health counters, each a rule or a failure standing in for
+    an LLM decision: `selector_unparsed` (% of questions whose selector reply did not parse after the re-ask),
+    `select_all` (% whose reply counted through the candidates, `is_select_all`), `seed_fallback` (% whose selection
+    is the best candidate by rule), `writer_unparsed` (%), `copied_queries` (residual queries dropped as copies of
+    the worked example, a count) and `copied_questions` (% of questions with one), `residual_fallback` (% left with
+    the seed alone: no residual query kept in round one), each `None` for rows written before it was recorded; `mean_queries`,
     `rounds_used` (questions per number of rounds), and the extraction yield `pool_passages`, `pool_propositions`
     (means per question), `propositions_per_passage`, `failed_passages` (% of pool passages), `extracted_new`
     (passages this run extracted) and `extract_s_per_passage`."""
@@ -765,7 +893,11 @@ def evireform_summary(rows: list[dict]) -> dict:
     out["expanded_minus_chain5"] = round(out["chain_expanded"] - 100 * sum(c5) / len(c5), 2) if c5 and g else None
     n_pass, n_props = sum(r["pool_passages"] for r in rows), sum(r["pool_propositions"] for r in rows)
     new, secs = sum(r["extracted_new"] for r in rows), sum(r["extract_s"] for r in rows)
-    out.update(seed_fallback=pct([r["seed_fallback"] for r in rows]), residual_fallback=pct([r["residual_fallback"] for r in rows]),
+    has = lambda k: all(k in r for r in rows)          # rows written before a counter existed: None, never a made-up 0
+    health = lambda k: pct([r[k] for r in rows]) if has(k) else None
+    out.update(selector_unparsed=health("selector_unparsed"), select_all=health("select_all"), seed_fallback=health("seed_fallback"),
+               writer_unparsed=health("writer_unparsed"), copied_queries=sum(r["copied_queries"] for r in rows) if has("copied_queries") else None,
+               copied_questions=health("copied_queries"), residual_fallback=health("residual_fallback"),
                mean_queries=round(sum(r["n_queries"] for r in rows) / len(rows), 3),
                rounds_used={str(k): v for k, v in sorted(Counter(r["rounds_used"] for r in rows).items())},
                pool_passages=round(n_pass / len(rows), 2), pool_propositions=round(n_props / len(rows), 2),
@@ -773,6 +905,29 @@ def evireform_summary(rows: list[dict]) -> dict:
                failed_passages=round(100 * sum(r["pool_failed"] for r in rows) / max(n_pass, 1), 2),
                extracted_new=new, extract_s_per_passage=round(secs / new, 2) if new else None)
     return out
+
+# %% ../nbs/20_evireform.ipynb #adad2851
+_NOT_SETTINGS = ("variant", "read", "reader_max_passages", "reader_best_last", "reader_max_new_tokens", "reader_constrain_options",
+                 "propositions", "extract_batch")
+
+def contrast_flag(rows_a: list[dict], rows_b: list[dict], params_a: dict, params_b: dict) -> str:
+    """Why the contrast of EviReform run A minus run B cannot show a difference, or `''` when it can: `same settings`
+    (the runs' retrieval parameters `params_a`, `params_b` (their `run.json` params) are equal); `A keeps no residual
+    query` / `B ...` (the reformulating side kept none on any question its rows answer: it is the seed alone, so a
+    reformulation contrast is zero by construction); `beta = 1 on A` / `on B` (the residual signal has no mass); and,
+    read from the rankings, `identical rankings on all N paired questions` (prediction rows `rows_a`, `rows_b`
+    paired by `id`; `retrieved` compared). Reasons are joined with `; `."""
+    norm = lambda p: {k: v for k, v in p.items() if k not in _NOT_SETTINGS}
+    out = []
+    if norm(params_a) == norm(params_b): out.append("same settings")
+    for side, p, rows in (("A", params_a, rows_a), ("B", params_b, rows_b)):
+        reform = p.get("reformulation", "residual") != "none" and p.get("retrieval", "evireform") == "evireform"
+        if reform and rows and all((r.get("n_queries") or 0) == 0 for r in rows): out.append(f"{side} keeps no residual query")
+        if reform and float(p.get("beta", 0.5)) == 1.0: out.append(f"beta = 1 on {side}")
+    b = {r["id"]: r.get("retrieved") for r in rows_b}
+    pairs = [(r.get("retrieved"), b[r["id"]]) for r in rows_a if r["id"] in b]
+    if pairs and all(x == y for x, y in pairs): out.append(f"identical rankings on all {len(pairs)} paired questions")
+    return "; ".join(out)
 
 # %% ../nbs/20_evireform.ipynb #5fae5d3b
 def round_usage(rows: list[dict]) -> dict:

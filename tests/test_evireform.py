@@ -5,9 +5,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from megrag_kit.data import load_dataset
+from megrag_kit.core import Question
 from megrag_kit.evireform import (EviReformConfig, PropositionIndex, PropositionVectors, clean_queries, combine, entity_propagation, evireform_summary,
-                                  no_propagation, normalize_entity, parse_propositions, proposition_view, propositions_path, readout,
+                                  contrast_flag, gold_queries, gold_selection, is_select_all, no_propagation, normalize_entity, parse_propositions, proposition_view, propositions_path, readout,
                                   residual_signal, seed_signal, top_positive)
+from megrag_kit.gold import GoldHop, gold_hops
 from megrag_kit.method import ConfigError, Resources, build_method
 from megrag_kit.runner import run
 from conftest import ScriptedLLM
@@ -20,15 +22,27 @@ M4 = sp.csr_matrix(np.array([[1, 1, 0], [1, 0, 0], [0, 1, 0], [0, 0, 0]]))   # p
 
 
 def test_propagation_by_hand():
-    """s0 = (.5, 0, .25, .25): entity mass M^T s0 = (.5, .75, 0), over degrees (2, 2, 0) -> (.25, .375, 0); handed back
-    (.625, .25, .375, 0), over proposition degrees (2, 1, 1, 0) -> (.3125, .25, .375, 0); s1 = s0 + that."""
+    """Off the diagonal A = M D_e^+ M^T has A01 = A10 = A02 = A20 = 1/2; A s0 = (.125, .25, .25, 0), row sums
+    (1, .5, .5, 0): the transfer is (.125, .5, .5, 0) and s1 = s0 + that."""
     s1 = entity_propagation([0.5, 0.0, 0.25, 0.25], M4)
-    assert np.allclose(s1, [0.8125, 0.25, 0.625, 0.25])
-    assert s1[3] == 0.25                                   # the isolated proposition receives nothing
+    assert np.allclose(s1, [0.625, 0.5, 0.75, 0.25])
+    assert s1[3] == 0.25                                   # the proposition with no entity receives nothing
     assert np.allclose(entity_propagation([0, 0, 0, 1.0], M4), [0, 0, 0, 1.0])   # and passes nothing
     assert np.allclose(entity_propagation([0.5, 0, 0.25, 0.25], M4.toarray()), s1)   # dense input, same result
     assert np.allclose(no_propagation([0.5, 0, 0.25, 0.25], M4), [0.5, 0, 0.25, 0.25])
     assert np.allclose(entity_propagation([0.2, 0.3], sp.csr_matrix((2, 0))), [0.2, 0.3])   # no entity at all
+
+
+def test_propagation_has_no_self_term():
+    """An isolated proposition whose one entity nobody else mentions keeps its mass (the self term would double it);
+    a shared-entity pair exchanges mass, each receiving only the other's."""
+    M = sp.csr_matrix(np.array([[1, 0], [1, 0], [0, 1]]))   # p0, p1 share e0; p2 alone holds e1
+    s1 = entity_propagation([0.6, 0.0, 0.4], M)
+    assert np.allclose(s1, [0.6, 0.6, 0.4])              # p1 receives p0's 0.6, p0 receives p1's 0; p2 unchanged (not 0.8)
+    assert np.allclose(entity_propagation([0.0, 0.0, 1.0], M), [0.0, 0.0, 1.0])
+    big = sp.csr_matrix(np.array([[1, 1], [1, 0], [1, 0], [0, 1]]))   # e0 held by three, e1 by p0 and p3
+    t = entity_propagation([1.0, 0.0, 0.0, 0.0], big)      # p1: A10 = 1/3 over its row sum 1/3 + 1/3; p3: 1/2 over 1/2
+    assert np.allclose(t, [1.0, 0.5, 0.5, 1.0]) and t[0] == 1.0
 
 
 def test_readout_max_sum_and_tie_break():
@@ -129,7 +143,7 @@ class Script(ScriptedLLM):
             self.kinds.append("reask"); return "still not JSON"
         if "Observed passages:" in msg:
             self.kinds.append("write"); qs = self.queries.pop(0) if self.queries else ()
-            return json.dumps({"queries": list(qs)})
+            return qs if isinstance(qs, str) else json.dumps({"queries": list(qs)})     # a str: the raw reply (prose)
         if "\nPassages:\n" in msg: self.kinds.append("reorder"); return json.dumps({"order": self.order})
         if "\nStatements:\n" in msg:
             self.kinds.append("select"); return self.selected if isinstance(self.selected, str) else json.dumps({"selected": self.selected})
@@ -150,7 +164,7 @@ def make(demo, root, llm, **params):
 
 def test_full_run_traces_every_quantity(demo, root):
     llm = Script()
-    (a,) = make(demo, root, llm).answer(demo.questions[:1])
+    (a,) = make(demo, root, llm, scope="pool").answer(demo.questions[:1])
     t = a.trace
     assert llm.kinds.count("select") == 1 and llm.kinds.count("write") == 1 and llm.kinds[-1] == "read"
     assert len(t["candidates"]) == 10 and t["selected"] == [t["candidates"][0][:2]] and not t["selector"]["fallback"]
@@ -167,7 +181,7 @@ def test_full_run_traces_every_quantity(demo, root):
 def test_selector_falls_back_to_the_best_positive_proposition(demo, root):
     for reply in ([], [0, 99], "I pick the first"):                 # empty, out of range, not JSON (re-asked once)
         llm = Script(selected=reply)
-        (a,) = make(demo, root, llm).answer(demo.questions[:1])
+        (a,) = make(demo, root, llm, scope="pool").answer(demo.questions[:1])
         assert a.trace["selector"]["fallback"] and a.fields["seed_fallback"]
         assert a.trace["selected"] == [a.trace["candidates"][0][:2]]
         assert llm.kinds.count("reask") == (1 if isinstance(reply, str) else 0)
@@ -186,7 +200,7 @@ def test_residual_fallback_is_the_seed_alone(demo, root):
 
 def test_residual_query_reaches_a_passage_outside_the_initial_pool(demo, root):
     q = demo.questions[0]
-    m = make(demo, root, Script(queries=[("Sir James Charles Mathew Irish-born judge",)]), pool_x=1)
+    m = make(demo, root, Script(queries=[("Sir James Charles Mathew Irish-born judge",)]), pool_x=1, scope="pool")
     (a,) = m.answer([q])
     t = a.trace
     assert len(t["pool"]) > 1 and t["pool"][0] == m.store.search([q.question], 1)[0][0][0]
@@ -247,7 +261,7 @@ def test_failed_extractions_are_counted_not_dropped(demo, root):
     q = demo.questions[0]
     fail = [demo.corpus[p].title for p in q.gold_pids]
     llm = Script(fail_pids=fail)
-    m = make(demo, root, llm, pool_x=10, pool_r=1)
+    m = make(demo, root, llm, pool_x=10, pool_r=1, scope="pool")
     (a,) = m.answer([q])
     failed_in_pool = [p for p in a.trace["pool"] if demo.corpus[p].title in fail]
     assert failed_in_pool and a.fields["pool_failed"] == len(failed_in_pool) and set(failed_in_pool) <= set(m.view.failures)
@@ -317,7 +331,7 @@ def test_parser_backend_switches_the_proposition_view(demo, tmp_path):
 def test_real_offline_models_on_three_questions(demo, minilm, smollm, tmp_path):
     "SmolLM2-135M extracts, selects and writes; MiniLM ranks: small pools keep it to a few minutes on CPU."
     res = Resources(demo, llm=smollm, embedder=minilm, store_root=tmp_path)
-    m = build_method("evireform", dict(pool_x=3, pool_r=2, L=1), res)
+    m = build_method("evireform", dict(pool_x=3, pool_r=2, L=1, scope="pool"), res)
     answers = m.answer(demo.questions[:3])
     for q, a in zip(demo.questions[:3], answers):
         assert len(a.retrieved) == 20 and len(set(a.retrieved)) == 20 and a.prediction.strip()
@@ -328,3 +342,156 @@ def test_real_offline_models_on_three_questions(demo, minilm, smollm, tmp_path):
         json.dumps(t)
     done = m.view.extracted
     assert sum(map(len, done.values())) > 0 and all(it["text"] and isinstance(it["entities"], list) for its in done.values() for it in its)
+
+
+# ---- issue 24: the whole index, worked-example copies, select-all, the health counters, the gold policy
+
+def test_index_scope_searches_every_proposition(demo, root):
+    """The question's candidates are its top K_s propositions over the whole index (not only its dense top passages'),
+    and a residual query's seeds are its top k_r over the whole index too."""
+    q = demo.questions[0]
+    m = make(demo, root, Script(queries=[("Sir James Charles Mathew Irish-born judge",)]), pool_x=1, pool_r=1)
+    (a,) = m.answer([q])
+    idx, t = m.index, a.trace
+    assert len(m.view.extracted) == len(demo.corpus)                     # the whole corpus is in the index
+    sims = idx.similarities([q.question], None)[0]
+    assert len(sims) == len(idx) and [u for u, *_ in t["candidates"]] == [idx.unit(int(i)) for i in top_positive(sims, 40)]
+    dense1 = m.store.search([q.question], 1)[0][0][0]
+    assert {int(u[1:].split(".")[0]) for u, *_ in t["candidates"]} - {dense1}   # candidates from passages outside x's top pool_x
+    rq = t["rounds"][0]["queries"][0]
+    want = [idx.unit(int(i)) for i in top_positive(idx.similarities([rq], None)[0], 4)]
+    assert [u for u, _ in t["rounds"][0]["seeds"][0]] == want and t["rounds"][0]["pools"] == []
+    assert t["universe"]["propositions"] == len(idx) and set(t["pool"]) == set(t["coverage"]["expanded"])
+    assert a.fields["pool_passages"] == len(t["pool"]) and a.fields["chain_pool"] == a.fields["chain_expanded"]
+
+
+def test_copied_worked_example_queries_are_dropped_and_counted(demo, root):
+    llm = Script(queries=[("Where was Lord Byron born?", "Where was Sir James Charles Mathew buried?")])
+    (a,) = make(demo, root, llm).answer(demo.questions[:1])
+    r = a.trace["rounds"][0]
+    assert r["queries"] == ["Where was Sir James Charles Mathew buried?"] and r["dropped"] == [["Where was Lord Byron born?", "copies the worked example"]]
+    assert a.fields["copied_queries"] == 1 and not a.fields["residual_fallback"]
+    (b,) = make(demo, root, Script(queries=[("Where was the father of Ada Lovelace born?",)])).answer(demo.questions[:1])
+    assert b.fields["copied_queries"] == 1 and b.fields["residual_fallback"] and b.trace["rounds"][0]["queries"] == []
+    ctx = "Question: Who was Lord Byron's daughter?"                    # the question itself names Byron: not a copy
+    assert clean_queries({"queries": ["Who was the daughter of Lord Byron?"]}, "Who was Lord Byron's daughter?", 2, context=ctx)[0] == \
+        ["Who was the daughter of Lord Byron?"]
+    assert clean_queries({"queries": ["where was lord byron born"]}, "Where did the poet die?", 2)[1] == [["where was lord byron born", "copies the worked example"]]
+
+
+def test_select_all_replies_are_recognised(demo, root):
+    every = list(range(1, 13))                                          # the 135M model's usual reply: it counts
+    (a,) = make(demo, root, Script(selected=every)).answer(demo.questions[:1])
+    t = a.trace
+    assert t["selector"]["select_all"] and t["selector"]["valid"] == list(range(1, 9)) and a.fields["select_all"]
+    assert a.fields["seed_fallback"] and t["selected"] == [t["candidates"][0][:2]]      # no decision: the design's fallback
+    (b,) = make(demo, root, Script(selected=every), select_all="keep").answer(demo.questions[:1])
+    assert b.fields["select_all"] and not b.fields["seed_fallback"] and len(b.trace["selected"]) == 8
+    (c,) = make(demo, root, Script(selected=[2, 5])).answer(demo.questions[:1])
+    assert not c.fields["select_all"] and not c.fields["seed_fallback"] and len(c.trace["selected"]) == 2
+    assert is_select_all([0, 1], 2, 8) and not is_select_all([0], 1, 8) and not is_select_all([0, 2], 40, 8) and is_select_all(list(range(8)), 40, 8)
+
+
+def test_health_counters_in_the_summary(demo, root, tmp_path):
+    "Scripted replies: prose from the selector (unparsed), a copied example query, a usable query, prose from the writer."
+    llm = Script(selected="I pick the first", queries=[("Where was Lord Byron born?",), ("Where is Sir James Charles Mathew buried?",),
+                                                        "I would search for the father."])
+    m = make(demo, root, llm, read=False)
+    s = run(m, demo, tmp_path / "run", limit=3, batch_size=3, show_progress=False)
+    assert (s["selector_unparsed"], s["seed_fallback"], s["select_all"]) == (100.0, 100.0, 0.0)
+    assert (s["copied_queries"], s["copied_questions"], s["residual_fallback"]) == (1, 33.33, 66.67)
+    assert s["writer_unparsed"] == 33.33 and s["mean_queries"] == round(1 / 3, 3)
+    assert set(type(m).report_columns.values()) <= set(s)
+
+
+HOPS = [GoldHop(1, "Who is the father of Charles Mathew?", "Sir James Charles Mathew", 7), GoldHop(2, "Where was #1 buried?", "Cork", 8)]
+
+
+def test_gold_writer_and_selector_by_hand():
+    assert gold_queries(HOPS, []) == (["Who is the father of Charles Mathew?"], [["Where was #1 buried?", "needs an unobserved hop's answer"]])
+    assert gold_queries(HOPS, [7, 30]) == (["Where was Sir James Charles Mathew buried?"], [])
+    assert gold_queries(HOPS, [8]) == (["Who is the father of Charles Mathew?"], [])
+    assert gold_queries(HOPS, [8, 7]) == ([], [])
+    three = [GoldHop(1, "Who directed Alpha?", "Bo", 1), GoldHop(2, "Who is the spouse of #1?", "Cy", 2),
+             GoldHop(3, "Where was #2 born?", "Dee", None)]                 # hop 3's passage is unknown: never observed
+    assert gold_queries(three, [1]) == (["Who is the spouse of Bo?"], [["Where was #2 born?", "needs an unobserved hop's answer"]])
+    assert gold_queries(three, [1, 2]) == (["Where was Cy born?"], [])
+    assert gold_selection(three, [5, 2, 2, 9, 1]) == [1, 2, 4] and gold_selection([], [1, 2]) == []
+
+
+GOLD_X = "Where was Charles James Mathew's father, the British barrister and Labour politician's father, buried?"
+
+
+def _gold_question(demo, hops=HOPS, **kw):
+    "Demo question 0 reworded so that the hashing embedder ranks passage 7 first, with a hand-made decomposition."
+    q = demo.questions[0]
+    dec = [{"question": h.template, "answer": h.answer, "support_pid": h.pid} for h in hops]
+    return Question(q.qid, GOLD_X, kw.get("answers", q.answers), kw.get("gold_pids", q.gold_pids), decomposition=dec)
+
+
+def _cand_pids(t): return [int(u[1:].split(".")[0]) for u, *_ in t["candidates"]]
+
+
+def test_gold_policy_in_the_method_reads_only_the_hops(demo, root):
+    "Both gold passages among the candidates: their propositions are selected, nothing is missing, no LLM call."
+    llm = Script()
+    (a,) = make(demo, root, llm, variant="gold", read=False).answer([_gold_question(demo)])
+    t = a.trace
+    assert "select" not in llm.kinds and "write" not in llm.kinds and a.cost.llm_calls == 0
+    cand = _cand_pids(t)
+    assert cand[0] == 7 and 8 in cand
+    assert t["selector"]["valid"] == [i + 1 for i, p in enumerate(cand) if p in (7, 8)] and not a.fields["seed_fallback"]
+    assert t["observed"] == [7, 8] and t["rounds"][0]["queries"] == [] and a.fields["residual_fallback"]
+
+
+def test_gold_policy_asks_the_missing_hop_with_the_observed_answer(demo, root):
+    "Only hop 1's passage among the candidates: the gold writer asks hop 2 with #1 filled by hop 1's gold answer."
+    cand = _cand_pids(make(demo, root, Script(), variant="gold", read=False).answer([_gold_question(demo)])[0].trace)
+    far = next(p for p in range(len(demo.corpus)) if p not in cand)          # a passage no candidate comes from
+    hops = [HOPS[0], GoldHop(2, "Where was #1 buried?", "Cork", far)]
+    (a,) = make(demo, root, Script(), variant="gold", read=False).answer([_gold_question(demo, hops)])
+    t = a.trace
+    assert t["observed"][0] == 7 and t["rounds"][0]["queries"] == ["Where was Sir James Charles Mathew buried?"]
+    assert len(t["rounds"][0]["seeds"][0]) == 4 and a.fields["n_queries"] == 1 and a.cost.llm_calls == 0
+    (b,) = make(demo, root, Script(), variant="gold", read=False).answer([_gold_question(demo, hops, answers=[""], gold_pids=[])])
+    for k in ("candidates", "selector", "selected", "observed", "rounds", "ranking", "signals"):
+        assert b.trace[k] == t[k], k                                         # blanked answers and gold passages: same decisions
+    assert b.retrieved == a.retrieved
+
+
+MUSIQUE_EXPECTED = {   # the first three MuSiQue dev questions: hop 2's query once hop 1's passage is observed
+    "2hop__82713_84616": "what did Audrey Hepburn won a tony for",
+    "2hop__269766_43945": "common sense which was written by Thomas Paine was an important work because it",
+    "2hop__519160_78303": "what was Chuck Norris name in walker texas ranger",
+}
+
+
+def test_gold_writer_on_three_real_musique_questions():
+    try: ds = load_dataset("musique")
+    except (FileNotFoundError, ValueError) as e: pytest.skip(f"MuSiQue data not available: {e}")
+    for q in ds.questions[:3]:
+        hops = gold_hops(q)
+        assert len(hops) == 2 and all(h.pid is not None for h in hops)
+        first, _ = gold_queries(hops, [])
+        assert first == [hops[0].template]                                # nothing observed: hop 1 only (#1 unknown)
+        assert gold_queries(hops, [hops[0].pid]) == ([MUSIQUE_EXPECTED[q.qid]], [])
+        assert gold_queries(hops, [h.pid for h in hops]) == ([], [])
+        blank = Question(q.qid, q.question, [""], [], q.qtype, q.decomposition)
+        assert gold_queries(gold_hops(blank), [hops[0].pid]) == gold_queries(hops, [hops[0].pid])
+        assert gold_selection(gold_hops(blank), [hops[1].pid, -1, hops[0].pid]) == [0, 2]
+
+
+def test_contrast_flag_says_when_the_sides_cannot_differ():
+    full, noref = dict(variant="full", reformulation="residual", beta=0.5), dict(variant="no_reformulation", reformulation="none")
+    a = [dict(id="q1", n_queries=0, retrieved=[1, 2]), dict(id="q2", n_queries=0, retrieved=[3, 4])]
+    b = [dict(id="q1", n_queries=0, retrieved=[1, 2]), dict(id="q2", n_queries=0, retrieved=[4, 3])]
+    assert contrast_flag(a, b, full, noref) == "A keeps no residual query"           # zero by construction, rankings aside
+    a[0]["n_queries"] = 1
+    assert contrast_flag(a, b, full, noref) == ""
+    assert contrast_flag(a, a, full, {**full, "variant": "custom", "read": False}) == "same settings; identical rankings on all 2 paired questions"
+    assert contrast_flag(a, b, {**full, "beta": 1.0}, noref) == "beta = 1 on A"
+
+
+def test_gold_policy_refuses_a_question_without_a_decomposition(demo, root):
+    with pytest.raises(ValueError, match="has no gold decomposition"):
+        make(demo, root, Script(), variant="gold", read=False).answer(demo.questions[:1])
