@@ -678,23 +678,32 @@ class EviReform(Method):
 
     def _universe(self, st: dict) -> list[int]:
         """The question's passages: with `scope=pool`, `x`'s top `pool_x` passages, then each residual query's top
-        `pool_r`, in that order, once each; with `scope=index`, the whole corpus (in passage id order)."""
-        if self.config.scope == "index": return list(range(len(self.store.passages)))
+        `pool_r`, in that order, once each; with `scope=index`, the whole index (in passage id order): every passage,
+        or the allowed ones of a `RestrictedStore` (one level of the index-growth experiment)."""
+        if self.config.scope == "index":
+            allowed = getattr(self.store, "allowed", None)
+            return sorted(allowed) if allowed is not None else list(range(len(self.store.passages)))
         return list(dict.fromkeys([*st["pool0"], *(p for r in st["rounds"] for pool in r["pools"] for p in pool)]))
 
     def _rows(self, st: dict) -> np.ndarray:
         "The rows of the question's universe: every row of the index (`scope=index`, in row order) or the pool's rows."
-        return self.index.all_rows() if self.config.scope == "index" else self.index.rows(self._universe(st))
+        return self.index.all_rows() if self._whole else self.index.rows(self._universe(st))
+
+    @property
+    def _whole(self) -> bool:
+        "Whether the question searches every row of the proposition index (`scope=index` on an unrestricted store)."
+        return self.config.scope == "index" and getattr(self.store, "allowed", None) is None
 
     def _sims(self, queries: list[str], rows) -> np.ndarray:
         "Cosines `[len(queries), len(rows)]` of the queries to the universe rows (the whole index at once for `scope=index`)."
-        return self.index.similarities(queries, None if self.config.scope == "index" else rows)
+        return self.index.similarities(queries, None if self._whole else rows)
 
     def _seed(self, sts: list[dict]):
         cfg, idx = self.config, self.index
         if cfg.scope == "index":
-            rows = idx.all_rows()
-            sims = idx.similarities([st["x"] for st in sts], None) if len(rows) else np.zeros((len(sts), 0))
+            rows = idx.all_rows() if self._whole else idx.rows(self._universe(sts[0]) if sts else [])
+            sims = (idx.similarities([st["x"] for st in sts], None if self._whole else rows) if len(rows)
+                    else np.zeros((len(sts), 0)))
             for st, row in zip(sts, sims): st["rows0"], st["sims0"] = rows, row
         for st in sts:
             if cfg.scope == "pool":
