@@ -8,6 +8,18 @@ import hashlib, json, os, random, re, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+def _not_shadowed(pkg=__package__):
+    """`ImportError` saying what to do when the kit's package was imported as a namespace package: a folder named
+    `megrag_kit` without `__init__.py` (the clone itself, seen from its parent folder) came first on `sys.path`."""
+    m = sys.modules.get(pkg)
+    if m is not None and getattr(m, "__file__", None) is None and hasattr(m, "__path__"):
+        where = [p for p in m.__path__ if not (Path(p) / "__init__.py").exists()] or list(m.__path__)
+        raise ImportError(f"{pkg} was imported as a namespace package from {where[0]}: that folder (the clone of the repository, "
+                          f"seen from the folder above it?) shadows the installed package. Run Python from inside the clone or from "
+                          f"another folder, or rename that folder")
+
+_not_shadowed()
+
 # %% auto #0
 __all__ = ['THREADS_ENV', 'STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError', 'DataWarning', 'cache_dir',
            'resolve_device', 'set_seed', 'busy_cores', 'default_threads', 'set_threads', 'thread_settings',

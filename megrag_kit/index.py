@@ -162,23 +162,33 @@ class ExtractedView:
 
     def _ask(self, pids: list[int]) -> tuple[dict, list]:
         """`({pid: (items, error or None)}, generations)`: one call per passage, and for an answer that holds nothing
-        usable one re-ask with the answer and the reason added (both calls counted: `unparsed`, `reask`)."""
+        usable one re-ask with the answer and the reason added (both calls counted: `unparsed`, `reask`). An answer
+        cut by the token limit (`finish_reason == 'length'`) is never parsed (a repaired partial triple is not the
+        model's answer): the passage is asked again with twice the `max_new_tokens`, and when that is cut too its
+        record holds no items and the error `truncated: ...`."""
         msgs = {p: self.prompt(self.texts[p]) for p in pids}
         results, gens, todo = {}, [], list(pids)
+        room = {p: int(self.decode.get("max_new_tokens", 64)) for p in pids}
         for attempt in range(2):
-            with cost_phase("indexing"):
-                out = self.llm.generate([msgs[p] for p in todo], **self.decode)
-            left = []
-            for pid, g in zip(todo, out):
-                g.reask = attempt > 0
-                try: results[pid] = (self.parse(g.text, self.texts[pid]), None)
-                except StructuredOutputError as e:
-                    g.unparsed, results[pid] = True, ([], str(e))
-                    msgs[pid] = msgs[pid] + [{"role": "assistant", "content": g.text},
-                                             {"role": "user", "content": f"That reply is not usable ({e}). Reply again with only the JSON."}]
-                    left.append(pid)
-                gens.append(g)
-            todo = left
+            left, groups = [], {}
+            for p in todo: groups.setdefault(room[p], []).append(p)
+            for mnt, idx in groups.items():
+                checks = [lambda text, schema, p=p: self.parse(text, self.texts[p]) for p in idx]   # an unusable reply is never cached
+                with cost_phase("indexing"):
+                    out = self.llm.generate([msgs[p] for p in idx], **{**self.decode, "max_new_tokens": mnt}, validate=checks)
+                for pid, g in zip(idx, out):
+                    g.reask = attempt > 0
+                    gens.append(g)
+                    if g.finish_reason == "length":
+                        g.unparsed, results[pid] = True, ([], f"truncated: the reply hit the limit of {mnt} tokens before it was complete")
+                        room[pid] *= 2; left.append(pid); continue
+                    try: results[pid] = (self.parse(g.text, self.texts[pid]), None)
+                    except StructuredOutputError as e:
+                        g.unparsed, results[pid] = True, ([], str(e))
+                        msgs[pid] = msgs[pid] + [{"role": "assistant", "content": g.text},
+                                                 {"role": "user", "content": f"That reply is not usable ({e}). Reply again with only the JSON."}]
+                        left.append(pid)
+            todo = sorted(left)
             if not todo: break
         return results, gens
 

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from tqdm.auto import tqdm
-from .core import Dataset, DataError, Question, thread_settings
+from .core import Dataset, DataError, Question, stable_hash, thread_settings
 from .jsonl import JsonlAppender, read_jsonl
 from .models import Cost, CostMeter, ModelCallError
 from .metrics import exact_match, f1_score, answer_containment, retrieval_scores, bootstrap_ci, paired_bootstrap
@@ -17,7 +17,7 @@ from .method import Method
 
 # %% auto #0
 __all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'SUMMARY_LEGEND', 'score', 'summarize', 'read_predictions', 'versions',
-           'RunMismatchError', 'check_run_folder', 'run', 'format_summary', 'compare_runs']
+           'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'run', 'format_summary', 'compare_runs']
 
 # %% ../nbs/90_runner.ipynb #d6a8652b
 RETRIEVAL_KS = (1, 2, 5, 10, 20)
@@ -85,10 +85,27 @@ def versions() -> dict:
     return v
 
 # %% ../nbs/90_runner.ipynb #d101aea7
-_SAME_RUN = ("method", "params", "dataset", "llm", "embedder", "seed")
+_SAME_RUN = ("method", "params", "dataset", "llm", "embedder", "seed", "inputs")
+_SAME_IF_RECORDED = ("chunking", "openie_backend", "index_type", "llm_options")   # passed by the command line
+_PLUMBING_OPTIONS = ("timeout", "max_retries", "api_key", "concurrency", "max_tokens_field")  # change how, not what, a model answers
 
 class RunMismatchError(ValueError):
-    "A run folder holds a run of another method, parameter, dataset, model or seed; the message says which differ and how."
+    """A run folder holds a run of another method, parameter, dataset (its name, or the hash of its questions or
+    corpus), model, seed or answer-changing option; the message says which differ and how."""
+
+def dataset_hashes(dataset: Dataset) -> dict:
+    """`{questions, corpus}`: sha256 (hex, 16 chars) of every question of `dataset` (id, question text, answers, gold
+    passage ids, in order) and of its corpus (`Dataset.fingerprint`). Part of a run's identity: a run folder made on
+    one file is not resumed on another file that reuses its question ids (issue: graphrag #886)."""
+    qs = [[q.qid, q.question, q.answers, q.gold_pids] for q in dataset.questions]
+    return dict(questions=stable_hash(qs)[:16], corpus=dataset.fingerprint())
+
+def _identity(mf: dict) -> dict:
+    "The part of a manifest that must match to resume: `_SAME_RUN`, plus `_SAME_IF_RECORDED` without plumbing options."
+    out = {k: mf.get(k) for k in _SAME_RUN}
+    for k in _SAME_IF_RECORDED:
+        if k in mf: out[k] = {o: v for o, v in mf[k].items() if o not in _PLUMBING_OPTIONS} if k == "llm_options" else mf[k]
+    return out
 
 def _differences(old: dict, new: dict, keys) -> str:
     "`'params.k: 3 in the folder, 4 now; seed: 0 in the folder, 1 now'` for the differing manifest `keys`."
@@ -129,12 +146,16 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     res = method.res
     now = dict(started=datetime.now(timezone.utc).isoformat(), limit=limit, n_questions=len(qs), batch_size=batch_size, versions=versions(), threads=thread_settings())
     mf = dict(method=method.name, run_name=method.run_name(), params=method.config.to_dict(), dataset=dataset.name,
-              llm=res.llm_spec, embedder=res.embedder_spec, seed=seed, **(manifest or {}))
+              llm=res.llm_spec, embedder=res.embedder_spec, seed=seed, inputs=dataset_hashes(dataset), **(manifest or {}))
+    if isinstance(mf.get("llm_options"), dict) and "api_key" in mf["llm_options"]:
+        mf["llm_options"] = {**mf["llm_options"], "api_key": "(set, not recorded)"}     # a secret never goes to run.json
     f = out / "run.json"
     if f.exists():
         old = json.loads(f.read_text())
-        diff = [k for k in _SAME_RUN if old.get(k) != mf.get(k)]
-        if diff: raise RunMismatchError(f"{out} holds another run (differs in {', '.join(diff)}: {_differences(old, mf, diff)}); choose another out folder")
+        if "inputs" not in old: old["inputs"] = mf["inputs"]          # a folder from before the inputs were hashed
+        a, b = _identity(old), _identity(mf)
+        diff = [k for k in b if k in a and a[k] != b[k]]
+        if diff: raise RunMismatchError(f"{out} holds another run (differs in {', '.join(diff)}: {_differences(a, b, diff)}); choose another out folder")
         for kind, mid in (old.get("models") or {}).items():
             if getattr(res, kind).model_id != mid:
                 raise RunMismatchError(f"{out} was started with {kind} {mid}, but {getattr(res, kind).model_id} is loaded now (same spec, other weights)")
@@ -217,11 +238,30 @@ def format_summary(s: dict, legend: bool = True) -> str:
     return "\n".join(lines)
 
 
+def _same_questions(a: Path, b: Path, ra: dict, rb: dict):
+    "`ValueError` naming the difference unless the two runs' rows hold the same question ids with the same question text."
+    na, nb = a.name or str(a), b.name or str(b)
+    if na == nb: na, nb = str(a), str(b)
+    if not ra or not rb: raise ValueError(f"nothing to compare: {a if not ra else b} has no predictions")
+    only_a, only_b = [k for k in ra if k not in rb], [k for k in rb if k not in ra]
+    if only_a or only_b:
+        show = lambda ids: ", ".join(map(str, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "") if ids else "none"
+        raise ValueError(f"{a} and {b} answered other questions (only in {na}: {show(only_a)}; only in {nb}: {show(only_b)}): "
+                         "a paired comparison needs the same questions; run both on the same dataset and --limit")
+    for k in ra:
+        if ra[k].get("question") != rb[k].get("question"):
+            raise ValueError(f"{a} and {b} are not runs of the same questions: question {k} differs: {ra[k].get('question')!r} in {na}, "
+                             f"{rb[k].get('question')!r} in {nb}")
+
 def compare_runs(a, b, metrics=("f1", "em")) -> dict:
     """Paired bootstrap (10,000 resamples, seed 0) of run folder `a` minus run folder `b`, per metric, x100, over the
-    questions both answered: `{metric: {n, diff, lo, hi, p_le_0}}`. `ValueError` if they share no question."""
-    ra = {r["id"]: r for r in read_predictions(Path(a) / "predictions.jsonl")}
-    rb = {r["id"]: r for r in read_predictions(Path(b) / "predictions.jsonl")}
+    questions both answered (a failed row has no score and is left out): `{metric: {n, diff, lo, hi, p_le_0}}`.
+    `ValueError` naming the difference when the runs do not hold the same question ids, or an id's question text
+    differs (runs of two datasets that reuse ids), or a folder has no predictions."""
+    a, b = Path(a), Path(b)
+    ra = {r["id"]: r for r in read_predictions(a / "predictions.jsonl")}
+    rb = {r["id"]: r for r in read_predictions(b / "predictions.jsonl")}
+    _same_questions(a, b, ra, rb)
     out = {}
     for m in metrics:
         res = paired_bootstrap({k: 100 * r[m] for k, r in ra.items() if m in r}, {k: 100 * r[m] for k, r in rb.items() if m in r})
