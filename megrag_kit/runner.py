@@ -43,10 +43,16 @@ def summarize(rows: list[dict]) -> dict:
     """Means over prediction rows (failed rows, those with a `failed` field, are counted apart, not scored): each
     score x100 with `ci[score] = [lo, hi]` (95% bootstrap), `n` (scored questions), `failed`, the mean of each
     `COST_FIELDS` entry per question (`None` when any row's value is unknown), `unparsed_rate` (unparsed calls per
-    100 calls) and `indexing` (mean indexing cost per question)."""
+    100 calls) and `indexing` (mean indexing cost per question). With retrieval scores, `retrieved_depth` is
+    `[min, max]` of the passages the scored questions retrieved and `k_beyond_retrieved` lists the `@K` scores whose
+    K exceeds the minimum (a recall@20 of a 10-passage list is its recall@10: `format_summary` marks them)."""
     failed = [r for r in rows if r.get("failed")]
     rows = [r for r in rows if not r.get("failed")]
     out, ci = {"n": len(rows), "failed": len(failed)}, {}
+    depths = [len(r.get("retrieved") or []) for r in rows if "mrr" in r]
+    if depths:
+        out["retrieved_depth"] = [min(depths), max(depths)]
+        out["k_beyond_retrieved"] = [m for m in _metric_keys(rows) if "@" in m and int(m.split("@")[1]) > min(depths)]
     for m in _metric_keys(rows):
         vals = [r[m] for r in rows if m in r]
         mean, lo, hi = bootstrap_ci(vals)
@@ -225,10 +231,14 @@ def format_summary(s: dict, legend: bool = True) -> str:
     fmt = lambda v: "n/a" if v is None else f"{v:.2f}"
     head = f"{m.get('run_name', m['method'])} on {m['dataset']} (n={s['n']}" + (f", failed={s['failed']}" if s.get("failed") else "") + ")"
     lines = [head, f"{'metric':18s} {'mean':>8s}   95% CI"]
-    for k, (lo, hi) in s.get("ci", {}).items(): lines.append(f"{k:18s} {s[k]:8.2f}   [{lo:.2f}, {hi:.2f}]")
+    beyond, depth = set(s.get("k_beyond_retrieved") or ()), (s.get("retrieved_depth") or [None])[0]
+    for k, (lo, hi) in s.get("ci", {}).items():
+        mark = f"   (K > the {depth} passages retrieved: the score of the whole list)" if k in beyond else ""
+        lines.append(f"{k:18s} {s[k]:8.2f}   [{lo:.2f}, {hi:.2f}]{mark}")
+    if s.get("retrieved_depth"): lines.append(f"{'retrieved':18s} {s['retrieved_depth'][0]}..{s['retrieved_depth'][1]} passages per question")
     for c in (*COST_FIELDS, "unparsed_rate"): lines.append(f"{c:18s} {fmt(s.get(c, 0)):>8s}")
     if s.get("indexing"): lines.append(f"{'indexing/q':18s} " + ", ".join(f"{k} {'n/a' if v is None else format(v, 'g')}" for k, v in s["indexing"].items()))
-    base = {"n", "failed", "ci", "manifest", "indexing", "unparsed_rate", *COST_FIELDS, *s.get("ci", {})}
+    base = {"n", "failed", "ci", "manifest", "indexing", "unparsed_rate", "retrieved_depth", "k_beyond_retrieved", *COST_FIELDS, *s.get("ci", {})}
     for k, v in s.items():
         if k not in base and not isinstance(v, dict): lines.append(f"{k:18s} {v}")
     for k, v in s.items():

@@ -14,6 +14,7 @@ from megrag_kit.models import (LLMCache, ModelCallError, OpenAIChatModel, OpenAI
 from megrag_kit.reader import Reader
 from megrag_kit.runner import RunMismatchError, compare_runs, read_predictions, run
 from conftest import ScriptedLLM
+from fakes import HashEmbedder
 
 
 @pytest.fixture()
@@ -246,6 +247,40 @@ def test_chat_template_tokens_in_a_reply_are_cut(stub_server):
     stub_server.faults, stub_server.respond = ["special"], lambda body: "Paris"
     (a, _), = Reader(llm).answer(["What is the capital of France?"], [["France\nParis."]])
     assert a == "Paris"
+
+
+# -- a summary of a 10-passage ranking does not pass its recall@20 off as one
+
+def test_a_summary_marks_the_k_beyond_what_was_retrieved(tmp_path):
+    from megrag_kit.runner import format_summary
+    ds = load_dataset("demo")
+    s = run(build_method("native_rag", {"k": 3}, Resources(ds, ScriptedLLM(lambda p: "x"), HashEmbedder())), ds, tmp_path / "r",
+            limit=2, show_progress=False)
+    assert s["retrieved_depth"] == [3, 3] and s["k_beyond_retrieved"] == ["recall@5", "recall@10", "recall@20", "chain@5", "chain@10",
+                                                                          "chain@20", "hit@5", "hit@10", "hit@20"]
+    lines = {l.split()[0]: l for l in format_summary(s).splitlines() if l.strip()}
+    assert "K > the 3 passages retrieved" in lines["recall@20"] and "K > the" not in lines["recall@2"]
+
+
+# -- the fault-injection run, small: a faulty server, kill -9 mid-run, resume
+
+def test_a_small_fault_injection_run_loses_nothing_and_caches_no_failure(tmp_path, monkeypatch):
+    "benchmarks/bench_faults.py on 6 demo questions with direct: every kind of fault, a SIGKILL after 2 rows, resumes."
+    import importlib.util, io
+    spec = importlib.util.spec_from_file_location("bench_faults", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_faults.py")
+    bench = importlib.util.module_from_spec(spec); spec.loader.exec_module(bench)
+    def invoke(cmd, env):                                   # the clean run and the resumes in this process (fast)
+        r = CliRunner().invoke(app, cmd[3:], env={k: v for k, v in env.items() if k in ("MEGRAG_KIT_CACHE", "TQDM_DISABLE")})
+        return r.exit_code, r.output
+    srv = bench.start_stub(0.0, client_timeout=1.0, wall_s=600)
+    srv.p_faulty = 0.6
+    try: r = bench.one_method("direct", srv, tmp_path, "demo", 6, 3, 1.0, io.StringIO(), invoke=invoke)
+    finally: srv.shutdown()
+    assert "error" not in r, r
+    assert (r["n"], r["lost"], r["dup"], r["bad_cache"], r["clean_failed"]) == (6, 0, 0, 0, 0), r
+    assert r["killed_after"] is not None and r["as_clean"] + r["differs"] + r["failed"] == 6 and sum(r["injected"].values()) >= 3, r
+    assert r["as_clean"] == 6 - r["failed"], r              # direct: every answered question as the clean run answered it
+    assert bench.instance({"type": "object", "properties": {"a": {"enum": ["x", "y"]}}, "required": ["a"]}, 3, ["W"]) in ({"a": "x"}, {"a": "y"})
 
 
 # -- a package shadowed by the clone folder
