@@ -198,8 +198,11 @@ def run_cmd(method: str, url: str, out: Path, dataset: str, limit: int, timeout_
     return cmd
 
 
+RUN_TIMEOUT_S = 1200
+
 def _subprocess(cmd: list[str], env: dict) -> tuple[int, str]:
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    try: r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired: return 124, f"timed out after {RUN_TIMEOUT_S} s"
     return r.returncode, r.stderr
 
 
@@ -228,6 +231,7 @@ def one_method(method: str, srv, root: Path, dataset: str, limit: int, resumes: 
     killed_at = None
     while proc.poll() is None:
         n = len(_rows(faulty / "predictions.jsonl"))
+        if time.time() - t0 > RUN_TIMEOUT_S: os.kill(proc.pid, signal.SIGKILL); proc.wait(); break
         if n >= max(1, limit // 3):
             os.kill(proc.pid, signal.SIGKILL); proc.wait(); killed_at = n; break
         time.sleep(0.05)

@@ -22,7 +22,7 @@ _not_shadowed()
 
 # %% auto #0
 __all__ = ['THREADS_ENV', 'STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError', 'DataWarning', 'cache_dir',
-           'resolve_device', 'set_seed', 'busy_cores', 'default_threads', 'set_threads', 'thread_settings',
+           'resolve_device', 'set_seed', 'busy_cores', 'default_threads', 'set_threads', 'thread_settings', 'Heartbeat',
            'stable_hash', 'content_words', 'unit_id', 'parse_unit_id', 'unit_pid']
 
 # %% ../nbs/00_core.ipynb #af92815e
@@ -200,6 +200,25 @@ def thread_settings() -> dict:
                 faiss=faiss.omp_get_max_threads() if faiss is not None else None,
                 omp_num_threads=os.environ.get("OMP_NUM_THREADS"), tokenizers_parallelism=os.environ.get("TOKENIZERS_PARALLELISM"))
 
+
+class Heartbeat:
+    """`with Heartbeat(bar, every=20):` redraws a tqdm `bar` every `every` seconds from a daemon thread, so that its
+    elapsed time (and a postfix set meanwhile) moves even while one long batch runs: a progress bar that sits still
+    for minutes reads as a hung program. A disabled bar is left alone. `ValueError` for `every <= 0`."""
+    def __init__(self, bar, every: float = 20.0):
+        if every <= 0: raise ValueError(f"every must be > 0 seconds, got {every}")
+        import threading
+        self.bar, self.every, self.beats = bar, every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.wait(self.every):
+            if getattr(self.bar, "disable", False): continue
+            try: self.bar.refresh(); self.beats += 1
+            except Exception: return                      # a bar closed meanwhile
+    def __enter__(self): self._thread.start(); return self
+    def __exit__(self, *exc): self._stop.set(); self._thread.join(timeout=1)
 
 # %% ../nbs/00_core.ipynb #740ddf23
 def stable_hash(obj) -> str:

@@ -4,11 +4,11 @@
 
 # %% ../nbs/04_index.ipynb #1a65a6d0
 from __future__ import annotations
-import json, os, warnings
+import json, os, time, warnings
 from pathlib import Path
 from typing import Callable
 from tqdm.auto import tqdm
-from .core import UNIT_KINDS, Dataset, cache_dir, content_words, parse_unit_id, unit_id
+from .core import UNIT_KINDS, Dataset, Heartbeat, cache_dir, content_words, parse_unit_id, unit_id
 from .jsonl import JsonlAppender, _glued
 from .models import ChatModel, Cost, Embedder, StructuredOutputError, cost_phase, parse_json
 from .retrievers import INDEX_TYPES, BM25Index, DenseIndex, IndexMismatchError, _check_k, slug
@@ -141,14 +141,19 @@ class ExtractedView:
         counts = lambda: dict(done=done, failed=failed, prompt_tokens=cost.prompt_tokens, completion_tokens=cost.completion_tokens, cache_hits=cost.cache_hits)
         if not todo: return counts()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        bar = tqdm(total=len(todo), desc=self.desc, disable=not self.show_progress or len(todo) < 16, unit="passage")
-        with JsonlAppender(self.path, what=f"{self.name} record") as out:
-            for b in range(0, len(todo), self.batch):
-                batch = todo[b:b + self.batch]
+        bar = tqdm(total=len(todo), desc=self.desc, disable=not self.show_progress or len(todo) < 2, unit="passage", mininterval=1.0)
+        size, b = 1, 0                 # the first call holds one passage, so that the bar moves and has a rate (an ETA) soon
+        with JsonlAppender(self.path, what=f"{self.name} record") as out, Heartbeat(bar, 20):
+            while b < len(todo):
+                batch, b = todo[b:b + size], b + size
                 self._read_new()   # another process sharing the file may have done some meanwhile
                 chunk = [p for p in batch if p not in self._items]
                 if not chunk: bar.update(len(batch)); continue
+                t0 = time.perf_counter()
                 results, gens = self._ask(chunk)
+                dt = time.perf_counter() - t0
+                # batches of up to `batch` passages, smaller when one takes more than a minute: the bar moves at least once a minute
+                size = max(1, size // 2) if dt > 60 else min(self.batch, size * 2) if dt < 20 else size
                 for pid in chunk:
                     items, err = results[pid]
                     self._items[pid] = items

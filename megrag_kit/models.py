@@ -102,14 +102,19 @@ class CostMeter:
     meters included): `m.phases` maps a phase name (`answering`, `indexing`) to its `Cost` (tallied when read, so an
     output a caller marks `unparsed` after the call counts as such), `m.wall_s` is the block's wall-clock seconds,
     `m.phase_s` the wall seconds spent inside `cost_phase` blocks per phase, and `m.fresh_seconds(phase)` the model
-    seconds of the calls of a phase that were really made (cache hits excluded)."""
-    def __init__(self): self._gens: dict[str, list] = {}; self.wall_s = 0.0; self.phase_s: dict[str, float] = {}
+    seconds of the calls of a phase that were really made (cache hits excluded). `on_record(phase, gens)`, when given,
+    is called after each call is recorded (e.g. to move a progress bar while a long batch runs)."""
+    def __init__(self, on_record=None):
+        self._gens: dict[str, list] = {}; self.wall_s = 0.0; self.phase_s: dict[str, float] = {}; self.on_record = on_record
     def fresh_seconds(self, phase: str = "answering") -> float:
         "Model seconds of the calls of `phase` made in this block (a cache hit costs ~0 s now, whatever its first latency)."
         return sum(g.latency_s for g in self._gens.get(phase, []) if not g.cached)
     def record(self, gens):
         "Keep the `Generation`s of one call under the current phase (costs are tallied when read, so flags set later count)."
         self._gens.setdefault(_PHASE.get(), []).extend(gens)
+        if self.on_record is not None:
+            try: self.on_record(_PHASE.get(), gens)
+            except Exception as e: warnings.warn(f"CostMeter.on_record failed: {e!r}", RuntimeWarning)
     @property
     def phases(self) -> dict[str, Cost]: return {k: Cost.of(v) for k, v in self._gens.items()}
     def __getitem__(self, phase: str) -> Cost: return Cost.of(self._gens.get(phase, []))

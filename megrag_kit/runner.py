@@ -4,20 +4,21 @@
 
 # %% ../nbs/90_runner.ipynb #2b46ea7e
 from __future__ import annotations
-import importlib, json, platform, subprocess, textwrap, warnings
+import importlib, json, platform, subprocess, textwrap, time, warnings
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from tqdm.auto import tqdm
-from .core import Dataset, DataError, Question, stable_hash, thread_settings
+from .core import Dataset, DataError, Heartbeat, Question, stable_hash, thread_settings
 from .jsonl import JsonlAppender, read_jsonl
 from .models import Cost, CostMeter, ModelCallError
 from .metrics import exact_match, f1_score, answer_containment, retrieval_scores, bootstrap_ci, paired_bootstrap
 from .method import Method
 
 # %% auto #0
-__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'SUMMARY_LEGEND', 'score', 'summarize', 'read_predictions', 'versions',
-           'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'run', 'format_summary', 'compare_runs']
+__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'FAST_SETTINGS', 'SUMMARY_LEGEND', 'score', 'summarize', 'read_predictions', 'versions',
+           'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'estimate_calls', 'run', 'format_summary',
+           'compare_runs']
 
 # %% ../nbs/90_runner.ipynb #d6a8652b
 RETRIEVAL_KS = (1, 2, 5, 10, 20)
@@ -129,9 +130,43 @@ def check_run_folder(out) -> Path:
     if out.exists() and not out.is_dir(): raise ValueError(f"--out {out} is a file, not a folder: give a folder for the run")
     return out
 
-def _answer(method: Method, batch: list[Question]):
+FAST_SETTINGS = {   # what makes a first run of each method short on a CPU (measured: benchmarks/results/first_runs.md)
+    "megrag": "--openie-backend parser --set budget=2 --set n_p=3",
+    "evireform": "--set pool_x=4 --set pool_r=2 --set k_s=10 --set rounds=1",
+    "cara": "--set agents=1 --set t_max=5 --set decoding=schema",
+    "ircot": "--set max_steps=1", "iter_retgen": "--set iterations=1",
+}
+
+def estimate_calls(method: Method) -> tuple[float, str]:
+    """`(LLM calls per question, what they are)`: an upper estimate of a method's answering calls under its config,
+    before anything runs (a method class may define `estimate_calls(self)` returning the same pair; this is the
+    fallback for the kit's methods, 1 call (the reader) for any other). Indexing calls (OpenIE, propositions over the
+    passages retrieved) come on top when the triple or proposition view is extracted by the LLM."""
+    own = getattr(method, "estimate_calls", None)
+    if callable(own): return own()
+    c, g = method.config, lambda k, d: getattr(method.config, k, d)
+    n = method.name
+    if n == "megrag": return g("budget", 4) * 4 + 1, f"<= budget {g('budget', 4)} steps x (3 sufficiency checks + 1 policy) + the reader"
+    if n == "cara": return g("agents", 3) * g("t_max", 150) * 2 + 1, f"<= {g('agents', 3)} agents x {g('t_max', 150)} steps x (1 action + 1 causal) + the reader"
+    if n == "evireform": return 1 + g("rounds", 1) * (1 + g("L", 2)) + 1, "the selector, the writer per round, the reader"
+    if n == "ircot": return g("max_steps", 2) + 1, f"<= {g('max_steps', 2)} reason steps + the reader"
+    if n == "iter_retgen": return g("iterations", 3), f"{g('iterations', 3)} retrieval-generation rounds"
+    return 1.0, "the reader"
+
+def _announce(method: Method, n_todo: int, res) -> None:
+    "Before a run: the calls it will make and the settings that make it fast."
+    per, what = estimate_calls(method)
+    extra = ""
+    if method.name in ("megrag",) and getattr(res, "openie_backend", "llm") == "llm":
+        extra = f"; plus OpenIE of up to {getattr(method.config, 'n_p', 10)} passages per step (once each, shared by the questions)"
+    if method.name == "evireform": extra = "; plus the propositions of the passages searched (once each)"
+    line = f"{method.run_name()}: {n_todo} questions x up to {per:g} LLM calls ({what}){extra} = up to {int(per * n_todo):,} calls"
+    if method.name in FAST_SETTINGS: line += f"; for a fast first run: {FAST_SETTINGS[method.name]} --limit 5"
+    print(line, flush=True)
+
+def _answer(method: Method, batch: list[Question], on_record=None):
     "`(answers, meter)` for a batch; `RuntimeError` when the method returns the wrong number of answers."
-    with CostMeter() as meter: answers = method.answer(batch)
+    with CostMeter(on_record) as meter: answers = method.answer(batch)
     if len(answers) != len(batch): raise RuntimeError(f"{method.name} returned {len(answers)} answers for {len(batch)} questions")
     return answers, meter
 
@@ -178,18 +213,27 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     for mod in _WARM_IMPORTS:      # a one-time import inside the first batch is process start-up, not a question's latency
         try: importlib.import_module(mod)
         except ImportError: pass
-    bar = tqdm(total=len(qs), initial=len(qs) - len(todo), desc=method.run_name(), disable=not show_progress, unit="q")
+    if show_progress and todo: _announce(method, len(todo), res)
+    bar = tqdm(total=len(qs), initial=len(qs) - len(todo), desc=method.run_name(), disable=not show_progress, unit="q", mininterval=1.0)
     base = lambda q: dict(id=q.qid, question=q.question, gold_answers=q.answers, gold_pids=q.gold_pids, qtype=q.qtype)
-    n_failed = 0
-    with JsonlAppender(pf, what="prediction") as log:
+    n_failed, live, t_start = 0, {"calls": 0, "t": 0.0}, time.perf_counter()
+    def tick(phase, gens):               # every LLM call moves the bar's postfix (a batch of a long method takes minutes)
+        live["calls"] += len(gens)
+        if time.perf_counter() - live["t"] > 2:
+            live["t"] = time.perf_counter(); bar.set_postfix_str(f"{live['calls']} LLM calls", refresh=True)
+    with JsonlAppender(pf, what="prediction") as log, Heartbeat(bar, 20):
         for b in range(0, len(todo), batch_size):
             batch = todo[b:b + batch_size]
-            try: parts = [(batch, *_answer(method, batch))]
+            try: parts = [(batch, *_answer(method, batch, tick))]
             except ModelCallError:
                 parts = []
                 for q in batch:                                  # one by one: only the questions that fail are lost
-                    try: parts.append(([q], *_answer(method, [q])))
+                    try: parts.append(([q], *_answer(method, [q], tick)))
                     except ModelCallError as e: parts.append(([q], e, None))
+            if b == 0 and show_progress and len(todo) > len(batch):
+                per_q = (time.perf_counter() - t_start) / len(batch)
+                tqdm.write(f"first {len(batch)} questions took {per_q * len(batch):.0f} s ({per_q:.1f} s each, {live['calls']} LLM calls): "
+                           f"about {per_q * (len(todo) - len(batch)) / 60:.1f} min for the other {len(todo) - len(batch)} on this machine")
             for qb, answers, meter in parts:
                 if isinstance(answers, ModelCallError):
                     n_failed += 1

@@ -283,6 +283,45 @@ def test_a_small_fault_injection_run_loses_nothing_and_caches_no_failure(tmp_pat
     assert bench.instance({"type": "object", "properties": {"a": {"enum": ["x", "y"]}}, "required": ["a"]}, 3, ["W"]) in ({"a": "x"}, {"a": "y"})
 
 
+# -- progress that moves (a newcomer saw "OpenIE: 0/47" for 9.5 minutes)
+
+def test_a_heartbeat_redraws_a_bar_while_nothing_else_moves():
+    from megrag_kit.core import Heartbeat
+    class Bar:
+        disable, n = False, 0
+        def refresh(self): self.n += 1
+    bar = Bar()
+    with Heartbeat(bar, every=0.05): time.sleep(0.3)
+    assert bar.n >= 3
+    with pytest.raises(ValueError, match="every must be > 0"): Heartbeat(bar, every=0)
+
+
+def test_extraction_starts_with_one_passage_so_the_bar_has_a_rate_soon(tmp_path):
+    sizes = []
+    class Counting(ScriptedLLM):
+        def _generate(self, messages, **params):
+            sizes.append(len(messages)); return super()._generate(messages, **params)
+    texts = [f"Place {i}\nPlace {i} is a town in Norway." for i in range(20)]
+    llm = Counting(lambda p: json.dumps({"triples": [[p.split("\n")[1], "is a", "town"]]}))
+    view = ExtractedView("triple", "t", llm, openie_prompt, parse_triples, texts, tmp_path / "t.jsonl", batch=8, show_progress=False)
+    view.extract(range(20))
+    assert sizes == [1, 2, 4, 8, 5] and len(view.extracted) == 20
+
+
+def test_the_runner_announces_the_calls_and_moves_with_every_llm_call(tmp_path, capsys):
+    ds = load_dataset("demo")
+    m = build_method("megrag", {"budget": 2}, Resources(ds, ScriptedLLM(lambda p: "x"), HashEmbedder()))
+    from megrag_kit.runner import _announce, estimate_calls
+    assert estimate_calls(m)[0] == 9
+    _announce(m, 30, m.res)
+    out = capsys.readouterr().out
+    assert "30 questions x up to 9 LLM calls" in out and "--openie-backend parser" in out and "OpenIE of up to 10 passages" in out
+    from megrag_kit.models import CostMeter
+    seen = []
+    with CostMeter(on_record=lambda phase, gens: seen.append((phase, len(gens)))): ScriptedLLM(lambda p: "x").generate(["a", "b"])
+    assert seen == [("answering", 2)]
+
+
 # -- a package shadowed by the clone folder
 
 def test_a_clone_folder_shadowing_the_package_gives_a_clear_error(tmp_path):
