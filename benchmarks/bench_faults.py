@@ -206,6 +206,15 @@ def _subprocess(cmd: list[str], env: dict) -> tuple[int, str]:
     return r.returncode, r.stderr
 
 
+def in_process(cmd: list[str], env: dict) -> tuple[int, str]:
+    "Run a `megrag-kit` command line in this process (no start-up cost per run); `(exit status, output)`."
+    from typer.testing import CliRunner
+    from megrag_kit.cli import app
+    r = CliRunner().invoke(app, cmd[3:], env={k: env[k] for k in ("MEGRAG_KIT_CACHE", "TQDM_DISABLE") if k in env})
+    if r.exception is not None and not isinstance(r.exception, SystemExit): return 1, f"{r.output}\n{r.exception!r}"
+    return r.exit_code, r.output
+
+
 def one_method(method: str, srv, root: Path, dataset: str, limit: int, resumes: int, timeout_s: float, log, invoke=_subprocess) -> dict:
     """The clean run, the killed faulty run and its resumes of one method; the table row as a dict. `invoke(cmd, env) ->
     (exit status, stderr)` runs the clean run and the resumes (default: a new process each); the run that is killed
@@ -283,6 +292,8 @@ def main(argv=None):
     ap.add_argument("--resumes", type=int, default=3)
     ap.add_argument("--root", default="/tmp/megrag-bench-faults")
     ap.add_argument("--out", default=None, help="write the Markdown table here too")
+    ap.add_argument("--subprocess", action="store_true", help="the clean run and the resumes in processes of their own too "
+                    "(default: in this process, which saves a start-up per run; the killed run is always a process)")
     a = ap.parse_args(argv)
     root = Path(a.root)
     if root.exists():
@@ -294,7 +305,9 @@ def main(argv=None):
     with open(root / "log.txt", "w") as log:
         for m in a.methods.split(","):
             t0 = time.time()
-            results.append(one_method(m.strip(), srv, root, a.dataset, a.limit, a.resumes, a.timeout, log))
+            results.append(one_method(m.strip(), srv, root, a.dataset, a.limit, a.resumes, a.timeout, log,
+                                      invoke=_subprocess if a.subprocess else in_process))
+            log.flush()
             print(json.dumps(results[-1]), f"({time.time() - t0:.0f} s)", flush=True)
     srv.shutdown()
     cmd = "python benchmarks/bench_faults.py " + " ".join(argv if argv is not None else sys.argv[1:])

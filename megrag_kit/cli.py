@@ -89,7 +89,8 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
         limit: int = typer.Option(None, min=1, help="first N questions (N >= 1; default: all)"),
         out: Path = typer.Option(None, help="run folder (default runs/<run name>-<dataset>, plus -<hash of its questions> for a file)"),
         llm: str = typer.Option("smollm2-135m", help="smollm2-135m | hf:/path | openai:URL#MODEL"),
-        llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable): think_tokens, extra_body (JSON), timeout, max_retries, api_key, server_stop"),
+        llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable): think_tokens, extra_body (JSON), timeout, max_retries, api_key, server_stop, "
+                                      "system_role, response_format, max_tokens_field (the last three for a server that refuses a request field)"),
         embedder: str = typer.Option("minilm", help="minilm | st:/path | openai:URL#MODEL"),
         device: str = typer.Option("auto", help="auto | cpu | cuda"),
         batch_size: int = typer.Option(8, min=1, help="questions per batch (prompts per forward pass; requests in flight to a server)"),

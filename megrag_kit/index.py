@@ -141,7 +141,7 @@ class ExtractedView:
         counts = lambda: dict(done=done, failed=failed, prompt_tokens=cost.prompt_tokens, completion_tokens=cost.completion_tokens, cache_hits=cost.cache_hits)
         if not todo: return counts()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        bar = tqdm(total=len(todo), desc=self.desc, disable=not self.show_progress or len(todo) < 2, unit="passage", mininterval=1.0)
+        bar = tqdm(total=len(todo), desc=self.desc, disable=not self.show_progress or len(todo) < 16, unit="passage", mininterval=1.0)
         size, b = 1, 0                 # the first call holds one passage, so that the bar moves and has a rate (an ETA) soon
         with JsonlAppender(self.path, what=f"{self.name} record") as out, Heartbeat(bar, 20):
             while b < len(todo):

@@ -269,12 +269,9 @@ def test_a_small_fault_injection_run_loses_nothing_and_caches_no_failure(tmp_pat
     import importlib.util, io
     spec = importlib.util.spec_from_file_location("bench_faults", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_faults.py")
     bench = importlib.util.module_from_spec(spec); spec.loader.exec_module(bench)
-    def invoke(cmd, env):                                   # the clean run and the resumes in this process (fast)
-        r = CliRunner().invoke(app, cmd[3:], env={k: v for k, v in env.items() if k in ("MEGRAG_KIT_CACHE", "TQDM_DISABLE")})
-        return r.exit_code, r.output
     srv = bench.start_stub(0.0, client_timeout=1.0, wall_s=600)
     srv.p_faulty = 0.6
-    try: r = bench.one_method("direct", srv, tmp_path, "demo", 6, 3, 1.0, io.StringIO(), invoke=invoke)
+    try: r = bench.one_method("direct", srv, tmp_path, "demo", 6, 3, 1.0, io.StringIO(), invoke=bench.in_process)
     finally: srv.shutdown()
     assert "error" not in r, r
     assert (r["n"], r["lost"], r["dup"], r["bad_cache"], r["clean_failed"]) == (6, 0, 0, 0, 0), r
