@@ -14,9 +14,9 @@ def _not_shadowed(pkg=__package__):
     m = sys.modules.get(pkg)
     if m is not None and getattr(m, "__file__", None) is None and hasattr(m, "__path__"):
         where = [p for p in m.__path__ if not (Path(p) / "__init__.py").exists()] or list(m.__path__)
-        raise ImportError(f"{pkg} was imported as a namespace package from {where[0]}: that folder (the clone of the repository, "
-                          f"seen from the folder above it?) shadows the installed package. Run Python from inside the clone or from "
-                          f"another folder, or rename that folder")
+        raise ImportError(f"{pkg} was imported as a namespace package from {where[0]}: that folder (the clone of the "
+                          f"repository, seen from the folder above it?) shadows the installed package. Run Python from "
+                          f"inside the clone or from another folder, or rename that folder")
 
 _not_shadowed()
 

@@ -141,8 +141,9 @@ class ExtractedView:
         counts = lambda: dict(done=done, failed=failed, prompt_tokens=cost.prompt_tokens, completion_tokens=cost.completion_tokens, cache_hits=cost.cache_hits)
         if not todo: return counts()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        bar = tqdm(total=len(todo), desc=self.desc, disable=not self.show_progress or len(todo) < 16, unit="passage", mininterval=1.0)
-        size, b = 1, 0                 # the first call holds one passage, so that the bar moves and has a rate (an ETA) soon
+        bar = tqdm(total=len(todo), desc=self.desc, disable=not self.show_progress or len(todo) < 16, unit="passage",
+                   mininterval=1.0)
+        size, b = 1, 0                 # the first call holds one passage: the bar moves and has a rate (an ETA) soon
         with JsonlAppender(self.path, what=f"{self.name} record") as out, Heartbeat(bar, 20):
             while b < len(todo):
                 batch, b = todo[b:b + size], b + size
@@ -152,7 +153,7 @@ class ExtractedView:
                 t0 = time.perf_counter()
                 results, gens = self._ask(chunk)
                 dt = time.perf_counter() - t0
-                # batches of up to `batch` passages, smaller when one takes more than a minute: the bar moves at least once a minute
+                # batches of up to `batch` passages, smaller when one takes over a minute: the bar moves once a minute
                 size = max(1, size // 2) if dt > 60 else min(self.batch, size * 2) if dt < 20 else size
                 for pid in chunk:
                     items, err = results[pid]
@@ -178,20 +179,23 @@ class ExtractedView:
             left, groups = [], {}
             for p in todo: groups.setdefault(room[p], []).append(p)
             for mnt, idx in groups.items():
-                checks = [lambda text, schema, p=p: self.parse(text, self.texts[p]) for p in idx]   # an unusable reply is never cached
+                checks = [lambda text, schema, p=p: self.parse(text, self.texts[p]) for p in idx]   # unusable: uncached
                 with cost_phase("indexing"):
-                    out = self.llm.generate([msgs[p] for p in idx], **{**self.decode, "max_new_tokens": mnt}, validate=checks)
+                    out = self.llm.generate([msgs[p] for p in idx], **{**self.decode, "max_new_tokens": mnt},
+                                            validate=checks)
                 for pid, g in zip(idx, out):
                     g.reask = attempt > 0
                     gens.append(g)
                     if g.finish_reason == "length":
-                        g.unparsed, results[pid] = True, ([], f"truncated: the reply hit the limit of {mnt} tokens before it was complete")
+                        why = f"truncated: the reply hit the limit of {mnt} tokens before it was complete"
+                        g.unparsed, results[pid] = True, ([], why)
                         room[pid] *= 2; left.append(pid); continue
                     try: results[pid] = (self.parse(g.text, self.texts[pid]), None)
                     except StructuredOutputError as e:
                         g.unparsed, results[pid] = True, ([], str(e))
+                        again = f"That reply is not usable ({e}). Reply again with only the JSON."
                         msgs[pid] = msgs[pid] + [{"role": "assistant", "content": g.text},
-                                                 {"role": "user", "content": f"That reply is not usable ({e}). Reply again with only the JSON."}]
+                                                 {"role": "user", "content": again}]
                         left.append(pid)
             todo = sorted(left)
             if not todo: break

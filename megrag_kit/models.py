@@ -15,10 +15,10 @@ from .core import cache_dir, resolve_device, stable_hash
 __all__ = ['SPECIAL_TOKENS_END', 'MODEL_FILES', 'SMOLLM2_GGUF', 'RESPONSE_FORMATS', 'TOKEN_FIELDS', 'LLM_OPTIONS',
            'EMBEDDER_DTYPES', 'LLAMACPP_SUFFIX', 'Generation', 'Cost', 'cost_phase', 'CostMeter', 'cacheable',
            'LLMCache', 'split_reasoning', 'as_messages', 'ChatModel', 'cut_at_stop', 'cut_special_tokens',
-           'StructuredOutputError', 'ModelCallError', 'file_sha256', 'model_identity', 'smollm2_path', 'HFChatModel',
-           'proxy_for', 'fold_system', 'OpenAIChatModel', 'parse_json', 'parse_structured', 'structured', 'Embedder',
-           'minilm_path', 'STEmbedder', 'OpenAIEmbedder', 'check_llm_options', 'check_model_spec', 'load_llm',
-           'load_embedder', 'gguf_file', 'anchored_patterns', 'LlamaCppChatModel']
+           'json_present', 'StructuredOutputError', 'ModelCallError', 'file_sha256', 'model_identity', 'smollm2_path',
+           'HFChatModel', 'proxy_for', 'fold_system', 'OpenAIChatModel', 'parse_json', 'parse_structured', 'structured',
+           'Embedder', 'minilm_path', 'STEmbedder', 'OpenAIEmbedder', 'check_llm_options', 'check_model_spec',
+           'load_llm', 'load_embedder', 'gguf_file', 'anchored_patterns', 'LlamaCppChatModel']
 
 # %% ../nbs/02_models.ipynb #639aa653
 @dataclass
@@ -105,7 +105,8 @@ class CostMeter:
     seconds of the calls of a phase that were really made (cache hits excluded). `on_record(phase, gens)`, when given,
     is called after each call is recorded (e.g. to move a progress bar while a long batch runs)."""
     def __init__(self, on_record=None):
-        self._gens: dict[str, list] = {}; self.wall_s = 0.0; self.phase_s: dict[str, float] = {}; self.on_record = on_record
+        self._gens: dict[str, list] = {}; self.wall_s = 0.0; self.phase_s: dict[str, float] = {}
+        self.on_record = on_record
     def fresh_seconds(self, phase: str = "answering") -> float:
         "Model seconds of the calls of `phase` made in this block (a cache hit costs ~0 s now, whatever its first latency)."
         return sum(g.latency_s for g in self._gens.get(phase, []) if not g.cached)
@@ -216,12 +217,15 @@ class ChatModel:
         the output to this JSON schema where the backend supports it; a list gives one schema per prompt
         (`ValueError` when its length differs from the prompts'), and the prompts sharing a schema go out as one
         batch. `validate(text, schema)`: raises `StructuredOutputError` for an answer the caller cannot use; such
-        an answer comes back with `unparsed=True` and is not cached (a list gives one validator per prompt, e.g. a
-        parser that needs the prompt's passage; `ValueError` when its length differs from the prompts'). Results are cached by (`model_id`, params,
+        an answer comes back with `unparsed=True` and is not cached (default with a `json_schema`: `json_present`,
+        so prose where JSON was asked is never cached; a list gives one validator per prompt, e.g. a
+        parser that needs the prompt's passage; `ValueError` when its length differs from the prompts'). Results are
+        cached by (`model_id`, params,
         prompt) when `cacheable`; a cache hit comes back with `cached=True` and its first latency. A backend
         failure raises `ModelCallError` (nothing of the failed chunk is cached)."""
         if max_new_tokens < 1: raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if isinstance(validate, list) and len(validate) != len(prompts): raise ValueError(f"{len(validate)} validators for {len(prompts)} prompts")
+        if isinstance(validate, list) and len(validate) != len(prompts):
+            raise ValueError(f"{len(validate)} validators for {len(prompts)} prompts")
         if isinstance(json_schema, list):
             if len(json_schema) != len(prompts): raise ValueError(f"{len(json_schema)} schemas for {len(prompts)} prompts")
             groups: dict[str, tuple] = {}
@@ -229,12 +233,14 @@ class ChatModel:
             out = [None] * len(prompts)
             for sc, idx in groups.values():
                 vs = [validate[i] for i in idx] if isinstance(validate, list) else validate
-                for i, g in zip(idx, self.generate([prompts[i] for i in idx], max_new_tokens, temperature, stop, sc, seed, vs)): out[i] = g
+                gens = self.generate([prompts[i] for i in idx], max_new_tokens, temperature, stop, sc, seed, vs)
+                for i, g in zip(idx, gens): out[i] = g
             return out
         params = dict(max_new_tokens=max_new_tokens, temperature=temperature, stop=stop or None, json_schema=json_schema,
                       seed=seed if temperature > 0 else None)
         if self.think_tokens: params["think_tokens"] = self.think_tokens     # part of the key only when used
         msgs = [as_messages(p) for p in prompts]
+        if validate is None and json_schema is not None: validate = json_present     # prose where JSON was asked: not cached
         out, todo = [None] * len(msgs), []
         for i, m in enumerate(msgs):
             hit = self.cache.get(LLMCache.key(self.model_id, m, params)) if self.cache is not None else None
@@ -269,9 +275,9 @@ class ChatModel:
 
     @staticmethod
     def _check(g: Generation, validate, schema):
-        "Mark `g.unparsed` when `validate` refuses it, or when a structured reply was cut by the token limit (never repaired into a value)."
+        "Mark `g.unparsed` when `validate` refuses it, or when a structured reply was cut by the token limit."
         if validate is None: return
-        if g.finish_reason == "length": g.unparsed = True; return     # a partial value is not the model's answer (LightRAG #3601)
+        if g.finish_reason == "length": g.unparsed = True; return     # never repaired into a value (LightRAG #3601)
         try: validate(g.text, schema)
         except StructuredOutputError: g.unparsed = True
 
@@ -288,17 +294,27 @@ def cut_at_stop(text: str, stop) -> str:
         if j >= 0: text = text[:j]
     return text
 
-SPECIAL_TOKENS_END = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "<|end|>", "<end_of_turn>", "</s>", "<|im_start|>")
-_ROLE_HEADER = re.compile(r"^\s*(?:<\|im_start\|>assistant|<\|start_header_id\|>assistant<\|end_header_id\|>|<start_of_turn>model"
-                          r"|<\|assistant\|>)\s*")
+SPECIAL_TOKENS_END = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "<|end|>", "<end_of_turn>",
+                      "</s>", "<|im_start|>")
+_ROLE_HEADER = re.compile(r"^\s*(?:<\|im_start\|>assistant|<\|start_header_id\|>assistant<\|end_header_id\|>"
+                          r"|<start_of_turn>model|<\|assistant\|>)\s*")
 
 def cut_special_tokens(text: str) -> str:
     """`text` without chat-template tokens that a server let through as text: a leading assistant header
-    (`<|im_start|>assistant`, `<|start_header_id|>assistant<|end_header_id|>`, `<start_of_turn>model`) is dropped and the
-    text is cut at the first end-of-turn token (`SPECIAL_TOKENS_END`: `<|im_end|>`, `<|eot_id|>`, `</s>`, ...), which
-    ends the model's turn: what follows it is not its answer (a server without the template's stop tokens)."""
+    (`<|im_start|>assistant`, `<|start_header_id|>assistant<|end_header_id|>`, `<start_of_turn>model`) is dropped and
+    the text is cut at the first end-of-turn token (`SPECIAL_TOKENS_END`: `<|im_end|>`, `<|eot_id|>`, `</s>`, ...),
+    which ends the model's turn: what follows it is not its answer (a server without the template's stop tokens)."""
     t = _ROLE_HEADER.sub("", text or "", count=1)
     return cut_at_stop(t, SPECIAL_TOKENS_END) if "<" in t else t
+
+def json_present(text: str, schema) -> None:
+    """The default check of a call with a JSON schema and no `validate` of its own: `StructuredOutputError` unless
+    `text` holds a JSON object (an array for a schema of `type: array`; anything for an `enum`/`const` root, which
+    may be a bare string). A caller's own parser may be more lenient or stricter; this only keeps prose where JSON
+    was asked out of the call cache (and marks it `unparsed`)."""
+    if not isinstance(schema, dict) or "enum" in schema or "const" in schema: return
+    if schema.get("type") not in (None, "object", "array"): return
+    parse_json(text, list if schema.get("type") == "array" else dict)
 
 class StructuredOutputError(ValueError): "The model's output holds no usable value of the structure asked for (JSON, a schema)."
 
@@ -478,22 +494,24 @@ def proxy_for(url: str) -> tuple[str | None, str | None]:
     parts = urllib.parse.urlsplit(url)
     env = urllib.request.getproxies_environment()
     p = env.get(parts.scheme) or env.get("all")
-    if not p or urllib.request.proxy_bypass_environment(parts.netloc, env) or urllib.request.proxy_bypass_environment(parts.hostname or "", env):
-        return None, None
+    bypass = urllib.request.proxy_bypass_environment
+    if not p or bypass(parts.netloc, env) or bypass(parts.hostname or "", env): return None, None
     names = [f"{parts.scheme.upper()}_PROXY", f"{parts.scheme}_proxy", "ALL_PROXY", "all_proxy"]
     return p, next((n for n in names if os.environ.get(n) == p), names[0])
 
 def _http_client(url: str, timeout: float):
-    "An `httpx.Client` for `url` that uses `proxy_for(url)` and no other proxy; the proxy (or `None`) is kept on it as `.via`."
+    "An `httpx.Client` for `url` using `proxy_for(url)` and no other proxy; `.via` on it keeps the proxy (or `None`)."
     import httpx, ssl
     proxy, var = proxy_for(url)
     ca = os.environ.get("SSL_CERT_FILE")
-    c = httpx.Client(timeout=timeout, proxy=proxy, trust_env=False, verify=ssl.create_default_context(cafile=ca) if ca else True)
+    verify = ssl.create_default_context(cafile=ca) if ca else True
+    c = httpx.Client(timeout=timeout, proxy=proxy, trust_env=False, verify=verify)
     c.via = (proxy, var) if proxy else None
     host = (httpx.URL(url).host or "")
-    if proxy and (host in ("localhost", "::1") or host.startswith(("127.", "10.", "192.168.")) or host.endswith(".local")):
-        warnings.warn(f"requests to {url} go through the proxy {proxy} (from ${var}); if the server is on this machine or "
-                      f"network, set NO_PROXY={host} to reach it directly", RuntimeWarning, stacklevel=3)
+    local = host in ("localhost", "::1") or host.startswith(("127.", "10.", "192.168.")) or host.endswith(".local")
+    if proxy and local:
+        warnings.warn(f"requests to {url} go through the proxy {proxy} (from ${var}); if the server is on this "
+                      f"machine or network, set NO_PROXY={host} to reach it directly", RuntimeWarning, stacklevel=3)
     return c
 
 def _via(client, url: str) -> str:
@@ -501,17 +519,18 @@ def _via(client, url: str) -> str:
     if not getattr(client, "via", None): return ""
     import httpx
     (proxy, var), host = client.via, httpx.URL(url).host
-    return (f" [the request went through the proxy {proxy} (from ${var}): the proxy may be what failed; to reach {host} directly, "
-            f"set NO_PROXY={host}]")
+    return (f" [the request went through the proxy {proxy} (from ${var}): the proxy may be what failed; to reach "
+            f"{host} directly, set NO_PROXY={host}]")
 
-# a server refusing a request field (HTTP 400/422): (field the request used, words of the error, the option that avoids it)
+# a server refusing a request field (HTTP 400/422): (the request used it?, words of the error, the option avoiding it)
 _REFUSAL_HINTS = (
     (lambda p: any(m.get("role") == "system" for m in p.get("messages", [])), r"system",
      "--llm-option system_role=false (the system prompt goes into the first user turn)"),
     (lambda p: "response_format" in p, r"response_format|json_schema|json schema|guided|structured output",
-     "--llm-option response_format=none (no schema is sent: the prompt asks for JSON, and the reply is checked, repaired or "
-     "re-asked here) or response_format=json_object"),
-    (lambda p: "max_tokens" in p, r"max_completion_tokens|max_tokens", "--llm-option max_tokens_field=max_completion_tokens"),
+     "--llm-option response_format=none (no schema is sent: the prompt asks for JSON, and the reply is checked, "
+     "repaired or re-asked here) or response_format=json_object"),
+    (lambda p: "max_tokens" in p, r"max_completion_tokens|max_tokens",
+     "--llm-option max_tokens_field=max_completion_tokens"),
 )
 
 def _refusal_hint(text: str, payload: dict) -> str:
@@ -531,16 +550,25 @@ def _post_json(client, url: str, payload: dict, headers: dict, max_retries: int,
     @retry(stop=stop_after_attempt(max_retries + 1), wait=wait, retry=retry_if_exception_type(_Retryable), reraise=True)
     def go():
         try: r = client.post(url, json=payload, headers=headers)
-        except httpx.ConnectError as e: raise _Retryable(f"cannot connect to {url} ({e}): is the server running at that address? Start it, or fix the URL in openai:URL#MODEL{_via(client, url)}") from e
-        except httpx.TimeoutException as e: raise _Retryable(f"{url} did not answer within {client.timeout.read} s: the server may be overloaded; raise the timeout (--llm-option timeout=600) or lower --batch-size{_via(client, url)}") from e
-        except httpx.TransportError as e: raise _Retryable(f"{url}: the connection broke before the reply was complete ({e!r}){_via(client, url)}") from e
-        if r.status_code in (408, 409, 429) or r.status_code >= 500: raise _Retryable(f"{url}: HTTP {r.status_code} {r.text[:200]}{_via(client, url)}", _retry_after(r))
+        except httpx.ConnectError as e:
+            raise _Retryable(f"cannot connect to {url} ({e}): is the server running at that address? Start it, or fix "
+                             f"the URL in openai:URL#MODEL{_via(client, url)}") from e
+        except httpx.TimeoutException as e:
+            raise _Retryable(f"{url} did not answer within {client.timeout.read} s: the server may be overloaded; "
+                             f"raise the timeout (--llm-option timeout=600) or lower --batch-size{_via(client, url)}") from e
+        except httpx.TransportError as e:
+            raise _Retryable(f"{url}: the connection broke before the reply was complete ({e!r})"
+                             f"{_via(client, url)}") from e
+        if r.status_code in (408, 409, 429) or r.status_code >= 500:
+            raise _Retryable(f"{url}: HTTP {r.status_code} {r.text[:200]}{_via(client, url)}", _retry_after(r))
         if r.status_code in (401, 403): raise ModelCallError(f"{url}: HTTP {r.status_code} (not authorized): set OPENAI_API_KEY to the server's API key")
         if r.status_code in (400, 404) and "model" in r.text.lower() and ("exist" in r.text.lower() or "not found" in r.text.lower()):
             raise ModelCallError(f"{url}: the server does not serve model {payload.get('model')!r} ({r.text[:200]}); "
                                  f"GET {url.rsplit('/', 2)[0]}/models lists its models: fix the name after '#' in openai:URL#MODEL")
         if r.status_code == 404: raise ModelCallError(f"{url}: HTTP 404: check the base URL (vLLM and SGLang serve under .../v1)")
-        if r.status_code != 200: raise ModelCallError(f"{url}: HTTP {r.status_code} {r.text[:300]}" + (_refusal_hint(r.text, payload) if r.status_code in (400, 422) else ""))
+        if r.status_code != 200:
+            hint = _refusal_hint(r.text, payload) if r.status_code in (400, 422) else ""
+            raise ModelCallError(f"{url}: HTTP {r.status_code} {r.text[:300]}{hint}")
         return read(_decode(r, url))
     try: return go()
     except _EmptyReply as e: return e.value                 # the model (not the transport) said nothing, every time
@@ -579,21 +607,26 @@ class OpenAIChatModel(ChatModel):
     `system_role` or `response_format` (they change what the model says). Requests use `proxy_for(base_url)`.
     Failures raise `ModelCallError` (see the table above)."""
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120, max_retries: int = 4,
-                 concurrency: int = 8, cache=True, think_tokens: int = 0, extra_body: dict | None = None, server_stop: bool = False,
-                 system_role: bool = True, response_format: str = "json_schema", max_tokens_field: str = "max_tokens"):
+                 concurrency: int = 8, cache=True, think_tokens: int = 0, extra_body: dict | None = None,
+                 server_stop: bool = False, system_role: bool = True, response_format: str = "json_schema",
+                 max_tokens_field: str = "max_tokens"):
         super().__init__(cache, think_tokens)
         self.server_stop = bool(server_stop)
         if timeout <= 0 or max_retries < 0 or concurrency < 1:
             raise ValueError(f"need timeout > 0, max_retries >= 0, concurrency >= 1; got {timeout}, {max_retries}, {concurrency}")
         if extra_body is not None and not isinstance(extra_body, dict): raise ValueError(f"extra_body must be a dict, got {type(extra_body).__name__}")
-        if response_format not in RESPONSE_FORMATS: raise ValueError(f"response_format must be one of {RESPONSE_FORMATS}, got {response_format!r}")
-        if max_tokens_field not in TOKEN_FIELDS: raise ValueError(f"max_tokens_field must be one of {TOKEN_FIELDS}, got {max_tokens_field!r}")
+        if response_format not in RESPONSE_FORMATS:
+            raise ValueError(f"response_format must be one of {RESPONSE_FORMATS}, got {response_format!r}")
+        if max_tokens_field not in TOKEN_FIELDS:
+            raise ValueError(f"max_tokens_field must be one of {TOKEN_FIELDS}, got {max_tokens_field!r}")
         self.base_url, self.model, self.max_retries, self.concurrency = base_url.rstrip("/"), model, max_retries, concurrency
         self.extra_body = dict(extra_body or {})
-        self.system_role, self.response_format, self.max_tokens_field = bool(system_role), response_format, max_tokens_field
+        self.system_role, self.response_format = bool(system_role), response_format
+        self.max_tokens_field = max_tokens_field
         shape = {k: v for k, v in (("system_role", self.system_role), ("response_format", response_format))
                  if v != {"system_role": True, "response_format": "json_schema"}[k]}
-        tag = stable_hash({**self.extra_body, "__request__": shape} if shape else self.extra_body)[:8] if self.extra_body or shape else ""
+        ident = {**self.extra_body, "__request__": shape} if shape else self.extra_body     # the old id when no shape
+        tag = stable_hash(ident)[:8] if ident else ""
         self.model_id = f"openai:{self.base_url}#{model}" + (f"+{tag}" if tag else "")
         self.headers = {"Authorization": f"Bearer {api_key or os.environ.get('OPENAI_API_KEY', 'EMPTY')}"}
         self.client = _http_client(self.base_url, timeout)
@@ -610,7 +643,8 @@ class OpenAIChatModel(ChatModel):
         if content is None and not reasoning: raise _Retryable(f"{url}: reply with content null (finish_reason {finish!r})")
         if not isinstance(content, (str, type(None))): raise _Retryable(f"{url}: reply content is a {type(content).__name__}, not text")
         g = Generation(content or "", **tokens, reasoning=reasoning, finish_reason=finish)
-        if not g.text.strip() and not reasoning: raise _EmptyReply(f"{url}: reply with empty content (finish_reason {finish!r})", g)
+        if not g.text.strip() and not reasoning:
+            raise _EmptyReply(f"{url}: reply with empty content (finish_reason {finish!r})", g)
         return g
 
     def _one(self, messages, max_new_tokens, temperature, stop, json_schema, seed) -> Generation:
@@ -621,7 +655,8 @@ class OpenAIChatModel(ChatModel):
         if stop and self.server_stop: payload["stop"] = stop
         if seed is not None: payload["seed"] = seed
         if json_schema and self.response_format == "json_schema":
-            payload["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": json_schema}}
+            payload["response_format"] = {"type": "json_schema",
+                                          "json_schema": {"name": "output", "schema": json_schema}}
         elif json_schema and self.response_format == "json_object" and json_schema.get("type", "object") == "object":
             payload["response_format"] = {"type": "json_object"}
         t0 = time.perf_counter()
@@ -691,7 +726,8 @@ def structured(llm: ChatModel, prompts: list, schema: dict | list, reasks: int =
         left, groups = [], {}
         for i in todo: groups.setdefault(room[i], []).append(i)
         for mnt, idx in groups.items():
-            out = llm.generate([msgs[i] for i in idx], json_schema=[schemas[i] for i in idx], validate=parse, max_new_tokens=mnt, **kw)
+            out = llm.generate([msgs[i] for i in idx], json_schema=[schemas[i] for i in idx], validate=parse,
+                               max_new_tokens=mnt, **kw)
             for i, g in zip(idx, out):
                 g.reask = attempt > 0
                 gens[i].append(g)
@@ -700,8 +736,8 @@ def structured(llm: ChatModel, prompts: list, schema: dict | list, reasks: int =
                 elif g.unparsed:
                     try: parse(g.text, schemas[i]); why = "it does not follow the schema"
                     except StructuredOutputError as e: why = str(e)
-                    msgs[i] = msgs[i] + [{"role": "assistant", "content": g.text},
-                                         {"role": "user", "content": f"That reply is not usable ({why}). Reply again with only the JSON value."}]
+                    again = f"That reply is not usable ({why}). Reply again with only the JSON value."
+                    msgs[i] = msgs[i] + [{"role": "assistant", "content": g.text}, {"role": "user", "content": again}]
                     left.append(i)
                 else: values[i] = parse(g.text, schemas[i])
         todo = sorted(left)
@@ -763,7 +799,8 @@ class OpenAIEmbedder(Embedder):
     def encode(self, texts, batch_size=64):
         """float32 `[len(texts), dim]`, rows L2-normalized, in input order. `ModelCallError` naming the endpoint when a
         reply holds another number of vectors than inputs, indexes that are not `0..n-1`, or a vector whose dimension
-        differs from the others or from `dim` (a reply that would pair vectors with the wrong texts; openai-python #576)."""
+        differs from the others or from `dim` (a reply that would pair vectors with the wrong texts; openai-python
+        #576)."""
         rows, url = [], f"{self.base_url}/embeddings"
         for b in range(0, len(texts), batch_size):
             batch = list(texts[b:b + batch_size])
@@ -771,15 +808,18 @@ class OpenAIEmbedder(Embedder):
             data = r.get("data") if isinstance(r, dict) else None
             if not isinstance(data, list) or not all(isinstance(d, dict) and "embedding" in d for d in data):
                 raise ModelCallError(f"{url}: reply has no data[].embedding list: {str(r)[:200]}")
-            if len(data) != len(batch): raise ModelCallError(f"{url}: {len(data)} vectors for {len(batch)} inputs (inputs {b}..{b + len(batch) - 1})")
-            if all("index" not in d for d in data): data = [{**d, "index": i} for i, d in enumerate(data)]   # in input order
+            if len(data) != len(batch):
+                raise ModelCallError(f"{url}: {len(data)} vectors for {len(batch)} inputs ({b}..{b + len(batch) - 1})")
+            if all("index" not in d for d in data): data = [{**d, "index": i} for i, d in enumerate(data)]  # in order
             data = sorted(data, key=lambda d: d.get("index", -1))
             if [d.get("index") for d in data] != list(range(len(batch))):
-                raise ModelCallError(f"{url}: reply indexes {[d.get('index') for d in data][:8]} are not 0..{len(batch) - 1} for {len(batch)} inputs")
+                got = [d.get('index') for d in data][:8]
+                raise ModelCallError(f"{url}: reply indexes {got} are not 0..{len(batch) - 1} for {len(batch)} inputs")
             want = getattr(self, "dim", 0) or len(data[0]["embedding"])
             for d in data:
                 if len(d["embedding"]) != want:
-                    raise ModelCallError(f"{url}: dimension {len(d['embedding'])} for input {b + d['index']}, {want} expected "
+                    n = len(d['embedding'])
+                    raise ModelCallError(f"{url}: dimension {n} for input {b + d['index']}, {want} expected "
                                          f"({len(batch)} inputs, model {self.model!r})")
             rows += [d["embedding"] for d in data]
         return _normalize(rows) if rows else np.zeros((0, self.dim), np.float32)
@@ -797,12 +837,13 @@ LLM_OPTIONS = {  # name: (type, backends it applies to, check, help)
     "max_retries": (int, ("openai",), lambda v: v >= 0, "attempts after the first for a failure that may pass (>= 0)"),
     "api_key": (str, ("openai",), lambda v: True, "the server's API key (default $OPENAI_API_KEY)"),
     "server_stop": (bool, ("openai",), lambda v: True, "send stop strings to the server (only for a model that does not think)"),
-    "system_role": (bool, ("openai",), lambda v: True, "false: fold the system prompt into the first user turn (a server that says "
-                    "'System role not supported')"),
-    "response_format": (str, ("openai",), lambda v: v in RESPONSE_FORMATS, "json_schema (default) | json_object | none: what a "
-                        "structured call sends (none: prompting plus local checks and repair, for a server that refuses json_schema)"),
-    "max_tokens_field": (str, ("openai",), lambda v: v in TOKEN_FIELDS, "max_tokens (default) | max_completion_tokens: the "
-                         "completion-length field the server takes"),
+    "system_role": (bool, ("openai",), lambda v: True,
+                    "false: fold the system prompt into the first user turn ('System role not supported')"),
+    "response_format": (str, ("openai",), lambda v: v in RESPONSE_FORMATS,
+                        "json_schema (default) | json_object | none: what a structured call sends (none: prompting "
+                        "plus local checks and repair, for a server that refuses json_schema)"),
+    "max_tokens_field": (str, ("openai",), lambda v: v in TOKEN_FIELDS,
+                         "max_tokens (default) | max_completion_tokens: the completion-length field the server takes"),
     "n_threads": (int, ("llamacpp",), lambda v: v >= 1, "CPU threads of llama.cpp (>= 1; default torch's thread count)"),
     "n_ctx": (int, ("llamacpp",), lambda v: v >= 16, "llama.cpp context length in tokens, prompt plus completion (>= 16)"),
 }

@@ -112,7 +112,8 @@ def answer_line(text: str) -> str:
     line after an answer is never read (`"Paris\nAnswer: London"` -> `"Paris"`)."""
     lines = [x for x in split_reasoning(text or "")[1].splitlines() if x.strip()]
     if not lines: return ""
-    if len(lines) > 1 and not _LEAD_IN.sub("", re.sub(r"\*\*|__|`", "", lines[0])).strip(" \t-•"): return f"{lines[0]} {lines[1]}"
+    bare_lead_in = not _LEAD_IN.sub("", re.sub(r"\*\*|__|`", "", lines[0])).strip(" \t-•")
+    if len(lines) > 1 and bare_lead_in: return f"{lines[0]} {lines[1]}"
     return lines[0]
 
 # %% ../nbs/06_reader.ipynb #9298d679
@@ -173,7 +174,7 @@ class Reader:
         opts = [answer_options(q) if self.constrain_options else None for q in questions]
         out = [None] * len(questions)
         free = [i for i, o in enumerate(opts) if o is None]
-        # no stop string: a model that opens with a newline, or writes "Answer:" on a line of its own, would be cut to ''
+        # no stop string: a reply opening with a newline, or with "Answer:" on a line of its own, would be cut to ''
         for i, g in zip(free, self.llm.generate([prompts[i] for i in free], max_new_tokens=self.max_new_tokens)):
             out[i] = Read(extract_answer(answer_line(g.text), questions[i]), [g])
         constrained = [i for i, o in enumerate(opts) if o is not None]   # one schema per question: generate groups them

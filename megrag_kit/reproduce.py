@@ -318,8 +318,9 @@ def check_datasets(names, profile: str = "") -> dict:
         try: got[n] = len(load_dataset(n).questions)
         except (DataError, KeyError, OSError) as e: bad.append(f"{n} ({e})")
     if bad:
-        raise ExperimentError(f"profile {profile!r} needs datasets that cannot load: {'; '.join(bad)}. The parameters are not valid "
-                              "on this machine; give the data folder (MEGRAG_KIT_DATA) or --param dataset=demo")
+        raise ExperimentError(f"profile {profile!r} needs datasets that cannot load: {'; '.join(bad)}. The parameters "
+                              "are not valid on this machine; give the data folder (MEGRAG_KIT_DATA) or "
+                              "--param dataset=demo")
     return got
 
 def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict | None = None, out=None,

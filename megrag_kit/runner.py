@@ -94,7 +94,7 @@ def versions() -> dict:
 # %% ../nbs/90_runner.ipynb #d101aea7
 _SAME_RUN = ("method", "params", "dataset", "llm", "embedder", "seed", "inputs")
 _SAME_IF_RECORDED = ("chunking", "openie_backend", "index_type", "llm_options")   # passed by the command line
-_PLUMBING_OPTIONS = ("timeout", "max_retries", "api_key", "concurrency", "max_tokens_field")  # change how, not what, a model answers
+_PLUMBING_OPTIONS = ("timeout", "max_retries", "api_key", "concurrency", "max_tokens_field")  # how, not what, it says
 
 class RunMismatchError(ValueError):
     """A run folder holds a run of another method, parameter, dataset (its name, or the hash of its questions or
@@ -111,7 +111,8 @@ def _identity(mf: dict) -> dict:
     "The part of a manifest that must match to resume: `_SAME_RUN`, plus `_SAME_IF_RECORDED` without plumbing options."
     out = {k: mf.get(k) for k in _SAME_RUN}
     for k in _SAME_IF_RECORDED:
-        if k in mf: out[k] = {o: v for o, v in mf[k].items() if o not in _PLUMBING_OPTIONS} if k == "llm_options" else mf[k]
+        if k not in mf: continue
+        out[k] = {o: v for o, v in mf[k].items() if o not in _PLUMBING_OPTIONS} if k == "llm_options" else mf[k]
     return out
 
 def _differences(old: dict, new: dict, keys) -> str:
@@ -146,9 +147,13 @@ def estimate_calls(method: Method) -> tuple[float, str]:
     if callable(own): return own()
     c, g = method.config, lambda k, d: getattr(method.config, k, d)
     n = method.name
-    if n == "megrag": return g("budget", 4) * 4 + 1, f"<= budget {g('budget', 4)} steps x (3 sufficiency checks + 1 policy) + the reader"
-    if n == "cara": return g("agents", 3) * g("t_max", 150) * 2 + 1, f"<= {g('agents', 3)} agents x {g('t_max', 150)} steps x (1 action + 1 causal) + the reader"
-    if n == "evireform": return 1 + g("rounds", 1) * (1 + g("L", 2)) + 1, "the selector, the writer per round, the reader"
+    if n == "megrag":
+        b = g("budget", 4)
+        return b * 4 + 1, f"<= budget {b} steps x (3 sufficiency checks + 1 policy) + the reader"
+    if n == "cara":
+        a, t = g("agents", 3), g("t_max", 150)
+        return a * t * 2 + 1, f"<= {a} agents x {t} steps x (1 action + 1 causal) + the reader"
+    if n == "evireform": return 2 + g("rounds", 1) * (1 + g("L", 2)), "the selector, the writer per round, the reader"
     if n == "ircot": return g("max_steps", 2) + 1, f"<= {g('max_steps', 2)} reason steps + the reader"
     if n == "iter_retgen": return g("iterations", 3), f"{g('iterations', 3)} retrieval-generation rounds"
     return 1.0, "the reader"
@@ -158,9 +163,11 @@ def _announce(method: Method, n_todo: int, res) -> None:
     per, what = estimate_calls(method)
     extra = ""
     if method.name in ("megrag",) and getattr(res, "openie_backend", "llm") == "llm":
-        extra = f"; plus OpenIE of up to {getattr(method.config, 'n_p', 10)} passages per step (once each, shared by the questions)"
+        extra = (f"; plus OpenIE of up to {getattr(method.config, 'n_p', 10)} passages per step (once each, shared "
+                 "by the questions)")
     if method.name == "evireform": extra = "; plus the propositions of the passages searched (once each)"
-    line = f"{method.run_name()}: {n_todo} questions x up to {per:g} LLM calls ({what}){extra} = up to {int(per * n_todo):,} calls"
+    line = (f"{method.run_name()}: {n_todo} questions x up to {per:g} LLM calls ({what}){extra} = up to "
+            f"{int(per * n_todo):,} calls")
     if method.name in FAST_SETTINGS: line += f"; for a fast first run: {FAST_SETTINGS[method.name]} --limit 5"
     print(line, flush=True)
 
@@ -187,16 +194,18 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     res = method.res
     now = dict(started=datetime.now(timezone.utc).isoformat(), limit=limit, n_questions=len(qs), batch_size=batch_size, versions=versions(), threads=thread_settings())
     mf = dict(method=method.name, run_name=method.run_name(), params=method.config.to_dict(), dataset=dataset.name,
-              llm=res.llm_spec, embedder=res.embedder_spec, seed=seed, inputs=dataset_hashes(dataset), **(manifest or {}))
+              llm=res.llm_spec, embedder=res.embedder_spec, seed=seed, inputs=dataset_hashes(dataset),
+              **(manifest or {}))
     if isinstance(mf.get("llm_options"), dict) and "api_key" in mf["llm_options"]:
-        mf["llm_options"] = {**mf["llm_options"], "api_key": "(set, not recorded)"}     # a secret never goes to run.json
+        mf["llm_options"] = {**mf["llm_options"], "api_key": "(set, not recorded)"}     # a secret never goes on disk
     f = out / "run.json"
     if f.exists():
         old = json.loads(f.read_text())
         if "inputs" not in old: old["inputs"] = mf["inputs"]          # a folder from before the inputs were hashed
         a, b = _identity(old), _identity(mf)
         diff = [k for k in b if k in a and a[k] != b[k]]
-        if diff: raise RunMismatchError(f"{out} holds another run (differs in {', '.join(diff)}: {_differences(a, b, diff)}); choose another out folder")
+        if diff: raise RunMismatchError(f"{out} holds another run (differs in {', '.join(diff)}: "
+                                        f"{_differences(a, b, diff)}); choose another out folder")
         for kind, mid in (old.get("models") or {}).items():
             if getattr(res, kind).model_id != mid:
                 raise RunMismatchError(f"{out} was started with {kind} {mid}, but {getattr(res, kind).model_id} is loaded now (same spec, other weights)")
@@ -214,10 +223,11 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
         try: importlib.import_module(mod)
         except ImportError: pass
     if show_progress and todo: _announce(method, len(todo), res)
-    bar = tqdm(total=len(qs), initial=len(qs) - len(todo), desc=method.run_name(), disable=not show_progress, unit="q", mininterval=1.0)
+    bar = tqdm(total=len(qs), initial=len(qs) - len(todo), desc=method.run_name(), disable=not show_progress, unit="q",
+               mininterval=1.0)
     base = lambda q: dict(id=q.qid, question=q.question, gold_answers=q.answers, gold_pids=q.gold_pids, qtype=q.qtype)
     n_failed, live, t_start = 0, {"calls": 0, "t": 0.0}, time.perf_counter()
-    def tick(phase, gens):               # every LLM call moves the bar's postfix (a batch of a long method takes minutes)
+    def tick(phase, gens):               # every LLM call moves the bar's postfix (a long method's batch takes minutes)
         live["calls"] += len(gens)
         if time.perf_counter() - live["t"] > 2:
             live["t"] = time.perf_counter(); bar.set_postfix_str(f"{live['calls']} LLM calls", refresh=True)
@@ -232,8 +242,10 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
                     except ModelCallError as e: parts.append(([q], e, None))
             if b == 0 and show_progress and len(todo) > len(batch):
                 per_q = (time.perf_counter() - t_start) / len(batch)
-                tqdm.write(f"first {len(batch)} questions took {per_q * len(batch):.0f} s ({per_q:.1f} s each, {live['calls']} LLM calls): "
-                           f"about {per_q * (len(todo) - len(batch)) / 60:.1f} min for the other {len(todo) - len(batch)} on this machine")
+                rest = len(todo) - len(batch)
+                tqdm.write(f"first {len(batch)} questions took {per_q * len(batch):.0f} s ({per_q:.1f} s each, "
+                           f"{live['calls']} LLM calls): about {per_q * rest / 60:.1f} min for the other {rest} "
+                           "on this machine")
             for qb, answers, meter in parts:
                 if isinstance(answers, ModelCallError):
                     n_failed += 1
@@ -279,10 +291,13 @@ def format_summary(s: dict, legend: bool = True) -> str:
     for k, (lo, hi) in s.get("ci", {}).items():
         mark = f"   (K > the {depth} passages retrieved: the score of the whole list)" if k in beyond else ""
         lines.append(f"{k:18s} {s[k]:8.2f}   [{lo:.2f}, {hi:.2f}]{mark}")
-    if s.get("retrieved_depth"): lines.append(f"{'retrieved':18s} {s['retrieved_depth'][0]}..{s['retrieved_depth'][1]} passages per question")
+    if s.get("retrieved_depth"):
+        lo, hi = s["retrieved_depth"]
+        lines.append(f"{'retrieved':18s} {lo}..{hi} passages per question")
     for c in (*COST_FIELDS, "unparsed_rate"): lines.append(f"{c:18s} {fmt(s.get(c, 0)):>8s}")
     if s.get("indexing"): lines.append(f"{'indexing/q':18s} " + ", ".join(f"{k} {'n/a' if v is None else format(v, 'g')}" for k, v in s["indexing"].items()))
-    base = {"n", "failed", "ci", "manifest", "indexing", "unparsed_rate", "retrieved_depth", "k_beyond_retrieved", *COST_FIELDS, *s.get("ci", {})}
+    base = {"n", "failed", "ci", "manifest", "indexing", "unparsed_rate", "retrieved_depth", "k_beyond_retrieved",
+            *COST_FIELDS, *s.get("ci", {})}
     for k, v in s.items():
         if k not in base and not isinstance(v, dict): lines.append(f"{k:18s} {v}")
     for k, v in s.items():
@@ -293,19 +308,21 @@ def format_summary(s: dict, legend: bool = True) -> str:
 
 
 def _same_questions(a: Path, b: Path, ra: dict, rb: dict):
-    "`ValueError` naming the difference unless the two runs' rows hold the same question ids with the same question text."
+    "`ValueError` naming the difference unless the two runs' rows hold the same question ids, with the same texts."
     na, nb = a.name or str(a), b.name or str(b)
     if na == nb: na, nb = str(a), str(b)
     if not ra or not rb: raise ValueError(f"nothing to compare: {a if not ra else b} has no predictions")
     only_a, only_b = [k for k in ra if k not in rb], [k for k in rb if k not in ra]
     if only_a or only_b:
-        show = lambda ids: ", ".join(map(str, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "") if ids else "none"
-        raise ValueError(f"{a} and {b} answered other questions (only in {na}: {show(only_a)}; only in {nb}: {show(only_b)}): "
-                         "a paired comparison needs the same questions; run both on the same dataset and --limit")
+        def show(ids):
+            return ", ".join(map(str, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "") if ids else "none"
+        raise ValueError(f"{a} and {b} answered other questions (only in {na}: {show(only_a)}; only in {nb}: "
+                         f"{show(only_b)}): a paired comparison needs the same questions; run both on the same dataset "
+                         "and --limit")
     for k in ra:
         if ra[k].get("question") != rb[k].get("question"):
-            raise ValueError(f"{a} and {b} are not runs of the same questions: question {k} differs: {ra[k].get('question')!r} in {na}, "
-                             f"{rb[k].get('question')!r} in {nb}")
+            raise ValueError(f"{a} and {b} are not runs of the same questions: question {k} differs: "
+                             f"{ra[k].get('question')!r} in {na}, {rb[k].get('question')!r} in {nb}")
 
 def compare_runs(a, b, metrics=("f1", "em")) -> dict:
     """Paired bootstrap (10,000 resamples, seed 0) of run folder `a` minus run folder `b`, per metric, x100, over the

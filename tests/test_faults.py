@@ -145,6 +145,22 @@ def test_an_unusable_openie_reply_is_not_cached(stub_server, tmp_path):
     assert view.items(0) == [] and "no JSON" in view.failures[0] and stub_server.n_chat == 2 and len(cache) == 0
 
 
+def test_prose_to_a_schema_call_without_a_validator_is_not_cached(stub_server, tmp_path):
+    "A method that parses schema replies itself (CARA's agents) still never finds prose in the call cache."
+    cache = LLMCache(tmp_path / "c")
+    llm = OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=0)
+    schema = {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"]}
+    stub_server.respond = lambda body: "Sure! I would search for the director next."
+    (g,) = llm.generate(["Next action?"], json_schema=schema)
+    assert g.unparsed and len(cache) == 0
+    stub_server.respond = lambda body: '{"action": "GlobalSearch"}'
+    (g,) = llm.generate(["Next action?"], json_schema=schema)
+    assert not g.unparsed and len(cache) == 1
+    stub_server.respond = lambda body: "yes"                  # a bare option of an enum schema is an answer
+    (g,) = llm.generate(["Same country?"], json_schema={"enum": ["yes", "no"]})
+    assert not g.unparsed and len(cache) == 2
+
+
 def test_every_structured_call_treats_a_truncated_reply_as_a_failure(stub_server):
     stub_server.respond = lambda body: '{"answer": "Paris is the capital of France", "why": "it says so"}'
     schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
@@ -170,7 +186,9 @@ def test_an_embedding_count_or_dimension_mismatch_is_an_error_naming_the_endpoin
 
 # -- comparing runs over different questions
 
-def test_compare_refuses_runs_over_other_questions_naming_the_difference(tmp_path):
+def test_compare_refuses_runs_over_other_questions_naming_the_difference(tmp_path, monkeypatch):
+    import megrag_kit.cli as cli
+    monkeypatch.setitem(cli._STATE, "debug", False)          # an earlier test's --debug must not leak into this one
     a = _questions(tmp_path / "a.json", [("1", "Where is Lyon?", "France"), ("2", "Where is Kyoto?", "Japan")])
     b = _questions(tmp_path / "b.json", [("1", "Where is Porto?", "Portugal"), ("2", "Where is Kyoto?", "Japan")])
     c = _questions(tmp_path / "c.json", [("1", "Where is Lyon?", "France"), ("3", "Where is Lima?", "Peru")])
