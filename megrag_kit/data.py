@@ -199,6 +199,10 @@ def _triples(ev, file, r) -> list[list[str]] | None:
             raise DataError("evidence must be [subject, relation, object] strings", file=file, record=r, field=f"evidences[{j}]")
     return ev
 
+def _idx(v) -> int | None:
+    "A paragraph index as an int (`None` for anything that is not an integer)."
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
 def _parse_question(rec, file, i):
     _object(rec, file, i)
     key = next((k for k in ("id", "_id", "_1") if rec.get(k) is not None), None)
@@ -210,7 +214,7 @@ def _parse_question(rec, file, i):
     q = Question(qid, _text(rec.get("question"), file, r, "question"), _answers(rec, file, r))
     t = rec.get("type")
     if t is not None and not isinstance(t, str): raise DataError(f"expected a string, got {_kind(t)}", file=file, record=r, field="type")
-    contexts, gold_titles = [], []
+    contexts, gold_titles, pos = [], [], {}
     if rec.get("paragraphs") is not None:
         for j, p in enumerate(_list(rec["paragraphs"], file, r, "paragraphs")):
             f = f"paragraphs[{j}]"
@@ -220,12 +224,15 @@ def _parse_question(rec, file, i):
             sup = p.get("is_supporting", False)
             if not isinstance(sup, bool): raise DataError(f"expected true or false, got {sup!r}", file=file, record=r, field=f"{f}.is_supporting")
             if sup and not text.strip(): raise DataError("gold passage is empty", file=file, record=r, field=f"{f}.{tkey}")
+            if p.get("idx") is not None and _idx(p["idx"]) is None:
+                raise DataError(f"expected an integer, got {_kind(p['idx'])}", file=file, record=r, field=f"{f}.idx")
+            pos[_idx(p.get("idx", j))] = j                        # MuSiQue hops name their paragraph by `idx`
             contexts.append((title, text, sup))
         gold_titles = list(dict.fromkeys(t for t, _, g in contexts if g))
         dec = rec.get("question_decomposition")
         if dec is not None and not (isinstance(dec, list) and all(isinstance(d, dict) for d in dec)):
             raise DataError("expected a list of objects", file=file, record=r, field="question_decomposition")
-        q.decomposition = dec
+        q.decomposition = None if dec is None else [{**d, "support_pos": pos.get(_idx(d.get("paragraph_support_idx")))} for d in dec]
         q.qtype = t or (qid.split("__")[0] if "__" in qid else None)
     elif rec.get("context") is not None:
         ctx = _contexts(rec["context"], file, r)
@@ -277,7 +284,8 @@ def attach_gold(q: Question, contexts, gold_titles, corpus: list[Passage], file,
     """Fill `q.gold_pids` from the record's gold contexts (by exact `title + "\\n" + text`, then by title when
     `by_title` is given) or from its gold titles (needs `by_title`, a `{title: pid}` map of unique titles).
 
-    A question with neither gets `gold_pids == []`. `DataError` naming `file`, the question id and `field` when a
+    Each hop of a MuSiQue `q.decomposition` gets `support_pid`, the corpus id of the paragraph its
+    `paragraph_support_idx` names (`None` when that paragraph is not found). A question with neither gets `gold_pids == []`. `DataError` naming `file`, the question id and `field` when a
     gold passage is not in `corpus`, or is one of `empty_titles` (passages dropped from the corpus as empty)."""
     by_content = by_content if by_content is not None else {p.content: p.pid for p in corpus}
     gold_ctx = [(t, x) for t, x, g in contexts if g]
@@ -293,6 +301,10 @@ def attach_gold(q: Question, contexts, gold_titles, corpus: list[Passage], file,
         raise DataError(f"gold passage is empty in the corpus (dropped as empty): {empty[:2]}", file=file, record=q.qid, field=field)
     if missing: raise DataError(f"gold passage not in corpus: {missing[:2]}", file=file, record=q.qid, field=field)
     q.gold_pids = list(dict.fromkeys(pids))
+    for d in q.decomposition or []:                 # each hop's supporting paragraph as a corpus id (None: unknown)
+        j = d.pop("support_pos", None)
+        t, x = (contexts[j][0], contexts[j][1]) if j is not None and j < len(contexts) else (None, None)
+        d["support_pid"] = None if t is None else by_content.get(f"{t}\n{x}", (by_title or {}).get(t))
 
 def load_hipporag(questions_path, corpus_path, name: str = None) -> Dataset:
     """HippoRAG 2 layout: `<name>.json` question records + `<name>_corpus.json` (`{title, text}` list or `{title: [sentence]}`).

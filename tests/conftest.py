@@ -18,6 +18,12 @@ def shared_dir(environ=os.environ) -> Path:
 SHARED = shared_dir()
 needs_shared = pytest.mark.skipif(not (SHARED / "multihop").is_dir(), reason=f"benchmark data not present at {SHARED} (set MEGRAG_KIT_DATA)")
 
+def shared_file(rel: str) -> Path:
+    "The benchmark data file `SHARED / rel`; the calling test (or fixture) is skipped, naming the path, when it is absent."
+    p = SHARED / rel
+    if not p.exists(): pytest.skip(f"benchmark data not present: {p} (set MEGRAG_KIT_DATA)")
+    return p
+
 
 REAL_MODEL_FIXTURES = ("smollm", "minilm")
 

@@ -5,7 +5,7 @@ import megrag_kit
 from megrag_kit.method import discover
 
 PKG = Path(megrag_kit.__file__).parent
-FOUNDATION = {"core", "jsonl", "data", "models", "retrievers", "index", "reader", "metrics", "method", "kg"}  # kg: the text-rich graph type and its tools
+FOUNDATION = {"core", "jsonl", "data", "gold", "models", "retrievers", "index", "reader", "metrics", "method", "kg"}  # kg: the text-rich graph type and its tools; gold: annotated hops
 
 
 def kit_imports(module: str) -> set[str]:

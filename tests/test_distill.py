@@ -10,7 +10,7 @@ from megrag_kit.distill import (check_disjoint, eval_questions, gold_examples, g
 from megrag_kit.jsonl import JsonlAppender, read_jsonl
 from megrag_kit.megrag import MEGRAG, EvidenceGraph
 from megrag_kit.method import Resources, build_method
-from conftest import ScriptedLLM
+from conftest import ScriptedLLM, needs_shared, shared_file
 from fakes import HashEmbedder
 
 
@@ -45,8 +45,8 @@ def root(tmp_path_factory): return tmp_path_factory.mktemp("store")     # one de
 
 def _musique_file(dest, n=12):
     "The first `n` MuSiQue train-fixture records (20 paragraphs each) as a questions file: a small real corpus, quick to index."
-    from megrag_kit.data import read_records, shared_data_dir
-    recs = read_records(shared_data_dir() / "multihop/legacy_hipporag1/musique_train.json.gz")[:n]
+    from megrag_kit.data import read_records
+    recs = read_records(shared_file("multihop/legacy_hipporag1/musique_train.json.gz"))[:n]
     dest.write_text("\n".join(json.dumps(r) for r in recs) + "\n")
     return dest
 
@@ -120,6 +120,7 @@ def test_serialization_is_the_inference_prompt_then_the_target_token_for_token(d
     assert s["labels"][:s["n_prompt"]] == [-100] * s["n_prompt"] and s["labels"][s["n_prompt"]:] == s["input_ids"][s["n_prompt"]:]
 
 
+@needs_shared
 def test_disjointness_check_fails_loudly_naming_the_overlap():
     ev = eval_questions(names=["2wikimultihopqa"])
     e = ev["2wikimultihopqa"]

@@ -28,8 +28,8 @@ def _env(tmp_path):
     return {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "MEGRAG_KIT_CACHE": str(tmp_path / "cache")}
 
 
-def _kill_when(proc, path: Path, lines: int, timeout: float = 60):
-    "SIGKILL `proc` as soon as `path` holds at least `lines` newlines (or fail after `timeout` seconds)."
+def _kill_when(proc, path: Path, lines: int, timeout: float = 600):
+    "SIGKILL `proc` as soon as `path` holds at least `lines` newlines (or fail after `timeout` seconds: generous, as a loaded machine imports torch slowly)."
     t0 = time.time()
     while time.time() - t0 < timeout:
         if path.exists() and path.read_bytes().count(b"\n") >= lines: break
@@ -67,7 +67,7 @@ def test_sigkill_during_index_then_the_same_command_finishes(tmp_path, stub_serv
     env = _env(tmp_path)
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     t0 = time.time()
-    while not list((tmp_path / "cache").glob("stores/*/triples/*.jsonl")) and time.time() - t0 < 60: time.sleep(0.01)
+    while not list((tmp_path / "cache").glob("stores/*/triples/*.jsonl")) and time.time() - t0 < 600: time.sleep(0.01)
     (f,) = list((tmp_path / "cache").glob("stores/*/triples/*.jsonl"))
     _kill_when(p, f, 40)
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)

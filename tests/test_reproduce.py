@@ -10,13 +10,13 @@ from typer.testing import CliRunner
 from megrag_kit.cli import app
 from conftest import needs_shared
 from megrag_kit.core import Dataset, Question
-from megrag_kit.data import infer_2wiki_type, shared_data_dir, load_dataset
+from megrag_kit.data import infer_2wiki_type, load_dataset
 from megrag_kit.megrag import megrag_summary, question_composition
 from megrag_kit.method import Resources, build_method
 from megrag_kit.models import LLMCache
 from megrag_kit.reproduce import EXPERIMENTS, ExperimentError, reproduce, savings, termination_counts
 from megrag_kit.runner import read_predictions, run
-from conftest import ScriptedLLM
+from conftest import SHARED, ScriptedLLM, needs_shared
 from fakes import HashEmbedder
 
 TESTS = Path(__file__).parent
@@ -485,16 +485,17 @@ def test_a_resumed_runs_manifest_says_what_was_finally_run(tmp_path):
     assert json.loads((tmp_path / "summary.json").read_text())["manifest"]["limit"] == 3
 
 
+@needs_shared
 def test_2wiki_type_rule_agrees_with_the_labelled_questions():
     "The template rule against every labelled 2Wiki dev question held in the shared data (500 sampled + 2 full records)."
-    d = shared_data_dir() / "multihop" / "2wikimultihopqa"
+    d = SHARED / "multihop" / "2wikimultihopqa"
     s = json.load(gzip.open(d / "tts_sampled" / "sampled_ds.json.gz", "rt", encoding="utf-8"))
     labelled = [(s["question"][k], s["type"][k]) for k in s["question"]]
     labelled += [(r["question"], r["type"]) for r in json.load(gzip.open(d / "kag" / "qa_sub.json.gz", "rt", encoding="utf-8"))]
     wrong = [(q, t, infer_2wiki_type(q)) for q, t in labelled if infer_2wiki_type(q) != t]
     assert len(labelled) == 502 and wrong == []
     from collections import Counter
-    ds = load_dataset("2wikimultihopqa")
+    ds = load_dataset("2wikimultihopqa", SHARED)
     assert Counter(q.qtype for q in ds.questions) == {"compositional": 416, "comparison": 243, "bridge_comparison": 236, "inference": 105}
     assert any("inferred from the 2Wiki templates" in n for n in ds.notes)
 
