@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 from megrag_kit.cli import app
-from conftest import needs_shared
 from megrag_kit.core import Dataset, Question
 from megrag_kit.data import infer_2wiki_type, load_dataset
 from megrag_kit.megrag import megrag_summary, question_composition
