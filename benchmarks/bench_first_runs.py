@@ -12,7 +12,7 @@ from pathlib import Path
 from megrag_kit.core import busy_cores, cache_dir
 from megrag_kit.runner import FAST_SETTINGS
 
-METHODS = ("direct", "native_rag", "oracle", "iter_retgen", "ircot", "megrag", "evireform", "cara")
+METHODS = ("megrag", "cara", "evireform", "ircot", "iter_retgen", "native_rag", "direct", "oracle")
 
 
 def main(argv=None):
@@ -42,13 +42,17 @@ def main(argv=None):
         rows.append(dict(method=m, command=" ".join(args), exit=r.returncode, wall_s=round(wall, 1), busy=busy, n=s.get("n"),
                          f1=s.get("f1"), calls=s.get("llm_calls"), err=r.stderr.strip().splitlines()[-1] if r.returncode else ""))
         print(json.dumps(rows[-1]), flush=True)
+        write(rows, a)                                     # after each method: a partial table survives a stop
+
+
+def write(rows, a):
     lines = [f"First runs on the demo (`python benchmarks/bench_first_runs.py`, {a.limit} questions, offline models on the CPU of "
              f"this machine, empty call cache). `busy` = cores other work kept busy when the run started (of "
              f"{os.cpu_count()}): on a shared machine the times are longer than on an idle one.", "",
              "| method | command | exit | wall s | busy cores | n | F1 | LLM calls / q |", "|---|---|--:|--:|--:|--:|--:|--:|"]
     for x in rows:
-        lines.append(f"| {x['method']} | `{x['command']}` | {x['exit']} | {x['wall_s']} | {x['busy']} | {x['n']} | {x['f1']} | {x['calls']} |"
-                     + (f" {x['err']}" if x["err"] else ""))
+        lines.append(f"| {x['method']} | `{x['command']}` | {x['exit']} | {x['wall_s']} | {x['busy']} | {x['n']} | {x['f1']} | "
+                     f"{x['calls']} |" + (f" {x['err']}" if x["err"] else ""))
     Path(a.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
