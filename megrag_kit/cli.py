@@ -13,7 +13,8 @@ from .models import ModelCallError, check_llm_options, check_model_spec
 from .retrievers import INDEX_TYPES, IndexMismatchError
 from .method import ConfigError, Resources, discover, get_method
 from .reproduce import EXPERIMENTS
-from .runner import RunMismatchError, check_run_folder, compare_runs, format_summary, run as run_questions
+from .runner import (RunMismatchError, check_run_folder, compare_runs, dataset_hashes, format_summary,
+                     run as run_questions)
 from .report import report as report_md
 
 # %% auto #0
@@ -87,9 +88,13 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
         set_: list[str] = typer.Option(None, "--set", help="a method parameter, name=value (repeatable)"),
         dataset: str = typer.Option("demo", help=f"{' | '.join(DATASETS)} | questions.json[:corpus.json]"),
         limit: int = typer.Option(None, min=1, help="first N questions (N >= 1; default: all)"),
-        out: Path = typer.Option(None, help="run folder (default runs/<run name>-<dataset>)"),
+        out: Path = typer.Option(None, help="run folder (default runs/<run name>-<dataset>, plus -<hash of its "
+                                 "questions> for a file)"),
         llm: str = typer.Option("smollm2-135m", help="smollm2-135m | hf:/path | openai:URL#MODEL"),
-        llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable): think_tokens, extra_body (JSON), timeout, max_retries, api_key, server_stop"),
+        llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable): think_tokens, "
+                                      "extra_body (JSON), timeout, max_retries, api_key, server_stop, "
+                                      "system_role, response_format, max_tokens_field (the last three: for a server "
+                                      "that refuses a request field)"),
         embedder: str = typer.Option("minilm", help="minilm | st:/path | openai:URL#MODEL"),
         device: str = typer.Option("auto", help="auto | cpu | cuda"),
         batch_size: int = typer.Option(8, min=1, help="questions per batch (prompts per forward pass; requests in flight to a server)"),
@@ -117,7 +122,9 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     res = Resources(ds, llm, embedder, device=device, batch_size=batch_size, cache=cache, openie=openie, chunking=chunking, llm_options=opts,
                     openie_backend=openie_backend, index_type=index_type)
     m = cls(config, res)
-    out = check_run_folder(out or Path("runs") / f"{m.run_name()}-{ds.name}")
+    # a file's name may repeat (a/test.json, b/test.json): a file dataset's default folder carries its questions' hash
+    tag = "" if dataset in DATASETS else f"-{dataset_hashes(ds)['questions'][:8]}"
+    out = check_run_folder(out or Path("runs") / f"{m.run_name()}-{ds.name}{tag}")
     s = run_questions(m, ds, out, limit, batch_size, seed=seed, manifest=dict(device=device, chunking=chunking, openie_backend=openie_backend,
                                                                           index_type=index_type, llm_options=opts))
     typer.echo(format_summary(s)); typer.echo(f"wrote {out}/predictions.jsonl and {out}/summary.json")

@@ -8,9 +8,21 @@ import hashlib, json, os, random, re, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+def _not_shadowed(pkg=__package__):
+    """`ImportError` saying what to do when the kit's package was imported as a namespace package: a folder named
+    `megrag_kit` without `__init__.py` (the clone itself, seen from its parent folder) came first on `sys.path`."""
+    m = sys.modules.get(pkg)
+    if m is not None and getattr(m, "__file__", None) is None and hasattr(m, "__path__"):
+        where = [p for p in m.__path__ if not (Path(p) / "__init__.py").exists()] or list(m.__path__)
+        raise ImportError(f"{pkg} was imported as a namespace package from {where[0]}: that folder (the clone of the "
+                          f"repository, seen from the folder above it?) shadows the installed package. Run Python from "
+                          f"inside the clone or from another folder, or rename that folder")
+
+_not_shadowed()
+
 # %% auto #0
 __all__ = ['THREADS_ENV', 'STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError', 'DataWarning', 'cache_dir',
-           'resolve_device', 'set_seed', 'busy_cores', 'default_threads', 'set_threads', 'thread_settings',
+           'resolve_device', 'set_seed', 'busy_cores', 'default_threads', 'set_threads', 'thread_settings', 'Heartbeat',
            'stable_hash', 'content_words', 'unit_id', 'parse_unit_id', 'unit_pid']
 
 # %% ../nbs/00_core.ipynb #af92815e
@@ -188,6 +200,25 @@ def thread_settings() -> dict:
                 faiss=faiss.omp_get_max_threads() if faiss is not None else None,
                 omp_num_threads=os.environ.get("OMP_NUM_THREADS"), tokenizers_parallelism=os.environ.get("TOKENIZERS_PARALLELISM"))
 
+
+class Heartbeat:
+    """`with Heartbeat(bar, every=20):` redraws a tqdm `bar` every `every` seconds from a daemon thread, so that its
+    elapsed time (and a postfix set meanwhile) moves even while one long batch runs: a progress bar that sits still
+    for minutes reads as a hung program. A disabled bar is left alone. `ValueError` for `every <= 0`."""
+    def __init__(self, bar, every: float = 20.0):
+        if every <= 0: raise ValueError(f"every must be > 0 seconds, got {every}")
+        import threading
+        self.bar, self.every, self.beats = bar, every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.wait(self.every):
+            if getattr(self.bar, "disable", False): continue
+            try: self.bar.refresh(); self.beats += 1
+            except Exception: return                      # a bar closed meanwhile
+    def __enter__(self): self._thread.start(); return self
+    def __exit__(self, *exc): self._stop.set(); self._thread.join(timeout=1)
 
 # %% ../nbs/00_core.ipynb #740ddf23
 def stable_hash(obj) -> str:

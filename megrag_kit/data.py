@@ -435,7 +435,7 @@ def with_2wiki_types(ds: Dataset) -> Dataset:
     return ds
 
 # %% ../nbs/01_data.ipynb #b82ec108
-DEMO_FILE = Path(importlib.util.find_spec("megrag_kit").origin).parent / "data" / "demo_2wiki.jsonl.gz"  # shipped with the package
+DEMO_FILE = Path(importlib.util.find_spec("megrag_kit.data").origin).parent / "data" / "demo_2wiki.jsonl.gz"  # shipped
 
 def shared_data_dir() -> Path:
     """The benchmark data folder: `$MEGRAG_KIT_DATA` if set, else the first folder `shared` / `data` holding a `README.md`

@@ -4,11 +4,11 @@
 
 # %% ../nbs/04_index.ipynb #1a65a6d0
 from __future__ import annotations
-import json, os, warnings
+import json, os, time, warnings
 from pathlib import Path
 from typing import Callable
 from tqdm.auto import tqdm
-from .core import UNIT_KINDS, Dataset, cache_dir, content_words, parse_unit_id, unit_id
+from .core import UNIT_KINDS, Dataset, Heartbeat, cache_dir, content_words, parse_unit_id, unit_id
 from .jsonl import JsonlAppender, _glued
 from .models import ChatModel, Cost, Embedder, StructuredOutputError, cost_phase, parse_json
 from .retrievers import INDEX_TYPES, BM25Index, DenseIndex, IndexMismatchError, _check_k, slug
@@ -141,14 +141,20 @@ class ExtractedView:
         counts = lambda: dict(done=done, failed=failed, prompt_tokens=cost.prompt_tokens, completion_tokens=cost.completion_tokens, cache_hits=cost.cache_hits)
         if not todo: return counts()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        bar = tqdm(total=len(todo), desc=self.desc, disable=not self.show_progress or len(todo) < 16, unit="passage")
-        with JsonlAppender(self.path, what=f"{self.name} record") as out:
-            for b in range(0, len(todo), self.batch):
-                batch = todo[b:b + self.batch]
+        bar = tqdm(total=len(todo), desc=self.desc, disable=not self.show_progress or len(todo) < 16, unit="passage",
+                   mininterval=1.0)
+        size, b = 1, 0                 # the first call holds one passage: the bar moves and has a rate (an ETA) soon
+        with JsonlAppender(self.path, what=f"{self.name} record") as out, Heartbeat(bar, 20):
+            while b < len(todo):
+                batch, b = todo[b:b + size], b + size
                 self._read_new()   # another process sharing the file may have done some meanwhile
                 chunk = [p for p in batch if p not in self._items]
                 if not chunk: bar.update(len(batch)); continue
+                t0 = time.perf_counter()
                 results, gens = self._ask(chunk)
+                dt = time.perf_counter() - t0
+                # batches of up to `batch` passages, smaller when one takes over a minute: the bar moves once a minute
+                size = max(1, size // 2) if dt > 60 else min(self.batch, size * 2) if dt < 20 else size
                 for pid in chunk:
                     items, err = results[pid]
                     self._items[pid] = items
@@ -162,23 +168,36 @@ class ExtractedView:
 
     def _ask(self, pids: list[int]) -> tuple[dict, list]:
         """`({pid: (items, error or None)}, generations)`: one call per passage, and for an answer that holds nothing
-        usable one re-ask with the answer and the reason added (both calls counted: `unparsed`, `reask`)."""
+        usable one re-ask with the answer and the reason added (both calls counted: `unparsed`, `reask`). An answer
+        cut by the token limit (`finish_reason == 'length'`) is never parsed (a repaired partial triple is not the
+        model's answer): the passage is asked again with twice the `max_new_tokens`, and when that is cut too its
+        record holds no items and the error `truncated: ...`."""
         msgs = {p: self.prompt(self.texts[p]) for p in pids}
         results, gens, todo = {}, [], list(pids)
+        room = {p: int(self.decode.get("max_new_tokens", 64)) for p in pids}
         for attempt in range(2):
-            with cost_phase("indexing"):
-                out = self.llm.generate([msgs[p] for p in todo], **self.decode)
-            left = []
-            for pid, g in zip(todo, out):
-                g.reask = attempt > 0
-                try: results[pid] = (self.parse(g.text, self.texts[pid]), None)
-                except StructuredOutputError as e:
-                    g.unparsed, results[pid] = True, ([], str(e))
-                    msgs[pid] = msgs[pid] + [{"role": "assistant", "content": g.text},
-                                             {"role": "user", "content": f"That reply is not usable ({e}). Reply again with only the JSON."}]
-                    left.append(pid)
-                gens.append(g)
-            todo = left
+            left, groups = [], {}
+            for p in todo: groups.setdefault(room[p], []).append(p)
+            for mnt, idx in groups.items():
+                checks = [lambda text, schema, p=p: self.parse(text, self.texts[p]) for p in idx]   # unusable: uncached
+                with cost_phase("indexing"):
+                    out = self.llm.generate([msgs[p] for p in idx], **{**self.decode, "max_new_tokens": mnt},
+                                            validate=checks)
+                for pid, g in zip(idx, out):
+                    g.reask = attempt > 0
+                    gens.append(g)
+                    if g.finish_reason == "length":
+                        why = f"truncated: the reply hit the limit of {mnt} tokens before it was complete"
+                        g.unparsed, results[pid] = True, ([], why)
+                        room[pid] *= 2; left.append(pid); continue
+                    try: results[pid] = (self.parse(g.text, self.texts[pid]), None)
+                    except StructuredOutputError as e:
+                        g.unparsed, results[pid] = True, ([], str(e))
+                        again = f"That reply is not usable ({e}). Reply again with only the JSON."
+                        msgs[pid] = msgs[pid] + [{"role": "assistant", "content": g.text},
+                                                 {"role": "user", "content": again}]
+                        left.append(pid)
+            todo = sorted(left)
             if not todo: break
         return results, gens
 

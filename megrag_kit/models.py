@@ -12,12 +12,13 @@ import numpy as np
 from .core import cache_dir, resolve_device, stable_hash
 
 # %% auto #0
-__all__ = ['MODEL_FILES', 'SMOLLM2_GGUF', 'LLM_OPTIONS', 'EMBEDDER_DTYPES', 'LLAMACPP_SUFFIX', 'Generation', 'Cost', 'cost_phase',
-           'CostMeter', 'cacheable', 'LLMCache', 'split_reasoning', 'as_messages', 'ChatModel', 'cut_at_stop',
-           'StructuredOutputError', 'ModelCallError', 'file_sha256', 'model_identity', 'smollm2_path', 'HFChatModel',
-           'OpenAIChatModel', 'parse_json', 'parse_structured', 'structured', 'Embedder', 'minilm_path', 'STEmbedder',
-           'OpenAIEmbedder', 'check_llm_options', 'check_model_spec', 'load_llm', 'load_embedder', 'gguf_file',
-           'anchored_patterns', 'LlamaCppChatModel']
+__all__ = ['SPECIAL_TOKENS_END', 'MODEL_FILES', 'SMOLLM2_GGUF', 'RESPONSE_FORMATS', 'TOKEN_FIELDS', 'LLM_OPTIONS',
+           'EMBEDDER_DTYPES', 'LLAMACPP_SUFFIX', 'Generation', 'Cost', 'cost_phase', 'CostMeter', 'cacheable',
+           'LLMCache', 'split_reasoning', 'as_messages', 'ChatModel', 'cut_at_stop', 'cut_special_tokens',
+           'json_present', 'StructuredOutputError', 'ModelCallError', 'file_sha256', 'model_identity', 'smollm2_path',
+           'HFChatModel', 'proxy_for', 'fold_system', 'OpenAIChatModel', 'parse_json', 'parse_structured', 'structured',
+           'Embedder', 'minilm_path', 'STEmbedder', 'OpenAIEmbedder', 'check_llm_options', 'check_model_spec',
+           'load_llm', 'load_embedder', 'gguf_file', 'anchored_patterns', 'LlamaCppChatModel']
 
 # %% ../nbs/02_models.ipynb #639aa653
 @dataclass
@@ -101,14 +102,20 @@ class CostMeter:
     meters included): `m.phases` maps a phase name (`answering`, `indexing`) to its `Cost` (tallied when read, so an
     output a caller marks `unparsed` after the call counts as such), `m.wall_s` is the block's wall-clock seconds,
     `m.phase_s` the wall seconds spent inside `cost_phase` blocks per phase, and `m.fresh_seconds(phase)` the model
-    seconds of the calls of a phase that were really made (cache hits excluded)."""
-    def __init__(self): self._gens: dict[str, list] = {}; self.wall_s = 0.0; self.phase_s: dict[str, float] = {}
+    seconds of the calls of a phase that were really made (cache hits excluded). `on_record(phase, gens)`, when given,
+    is called after each call is recorded (e.g. to move a progress bar while a long batch runs)."""
+    def __init__(self, on_record=None):
+        self._gens: dict[str, list] = {}; self.wall_s = 0.0; self.phase_s: dict[str, float] = {}
+        self.on_record = on_record
     def fresh_seconds(self, phase: str = "answering") -> float:
         "Model seconds of the calls of `phase` made in this block (a cache hit costs ~0 s now, whatever its first latency)."
         return sum(g.latency_s for g in self._gens.get(phase, []) if not g.cached)
     def record(self, gens):
         "Keep the `Generation`s of one call under the current phase (costs are tallied when read, so flags set later count)."
         self._gens.setdefault(_PHASE.get(), []).extend(gens)
+        if self.on_record is not None:
+            try: self.on_record(_PHASE.get(), gens)
+            except Exception as e: warnings.warn(f"CostMeter.on_record failed: {e!r}", RuntimeWarning)
     @property
     def phases(self) -> dict[str, Cost]: return {k: Cost.of(v) for k, v in self._gens.items()}
     def __getitem__(self, phase: str) -> Cost: return Cost.of(self._gens.get(phase, []))
@@ -210,29 +217,37 @@ class ChatModel:
         the output to this JSON schema where the backend supports it; a list gives one schema per prompt
         (`ValueError` when its length differs from the prompts'), and the prompts sharing a schema go out as one
         batch. `validate(text, schema)`: raises `StructuredOutputError` for an answer the caller cannot use; such
-        an answer comes back with `unparsed=True` and is not cached. Results are cached by (`model_id`, params,
+        an answer comes back with `unparsed=True` and is not cached (default with a `json_schema`: `json_present`,
+        so prose where JSON was asked is never cached; a list gives one validator per prompt, e.g. a
+        parser that needs the prompt's passage; `ValueError` when its length differs from the prompts'). Results are
+        cached by (`model_id`, params,
         prompt) when `cacheable`; a cache hit comes back with `cached=True` and its first latency. A backend
         failure raises `ModelCallError` (nothing of the failed chunk is cached)."""
         if max_new_tokens < 1: raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if isinstance(validate, list) and len(validate) != len(prompts):
+            raise ValueError(f"{len(validate)} validators for {len(prompts)} prompts")
         if isinstance(json_schema, list):
             if len(json_schema) != len(prompts): raise ValueError(f"{len(json_schema)} schemas for {len(prompts)} prompts")
             groups: dict[str, tuple] = {}
             for i, sc in enumerate(json_schema): groups.setdefault(json.dumps(sc, sort_keys=True), (sc, []))[1].append(i)
             out = [None] * len(prompts)
             for sc, idx in groups.values():
-                for i, g in zip(idx, self.generate([prompts[i] for i in idx], max_new_tokens, temperature, stop, sc, seed, validate)): out[i] = g
+                vs = [validate[i] for i in idx] if isinstance(validate, list) else validate
+                gens = self.generate([prompts[i] for i in idx], max_new_tokens, temperature, stop, sc, seed, vs)
+                for i, g in zip(idx, gens): out[i] = g
             return out
         params = dict(max_new_tokens=max_new_tokens, temperature=temperature, stop=stop or None, json_schema=json_schema,
                       seed=seed if temperature > 0 else None)
         if self.think_tokens: params["think_tokens"] = self.think_tokens     # part of the key only when used
         msgs = [as_messages(p) for p in prompts]
+        if validate is None and json_schema is not None: validate = json_present     # prose where JSON was asked: not cached
         out, todo = [None] * len(msgs), []
         for i, m in enumerate(msgs):
             hit = self.cache.get(LLMCache.key(self.model_id, m, params)) if self.cache is not None else None
             if hit is not None:
                 kept = {k: v for k, v in hit.items() if k in Generation.__dataclass_fields__ and k not in ("cached", "unparsed", "reask")}
                 out[i] = Generation(**kept, cached=True)           # entries written by older versions carry 'cached' too
-                self._check(out[i], validate, json_schema)
+                self._check(out[i], validate[i] if isinstance(validate, list) else validate, json_schema)
             else: todo.append(i)
         backend = dict(params, stop=None if self.think_tokens else params["stop"], max_new_tokens=max_new_tokens + self.think_tokens)
         backend.pop("think_tokens", None)
@@ -245,12 +260,12 @@ class ChatModel:
             failed = [g for g in new if isinstance(g, BaseException)]   # a backend may return the failures of single calls
             for i, g in zip(chunk, new):
                 if isinstance(g, BaseException): continue
-                thought, answer = split_reasoning(g.text)
+                thought, answer = split_reasoning(cut_special_tokens(g.text))
                 g.reasoning = "\n".join(x for x in (g.reasoning, thought) if x) or None
                 cut = cut_at_stop(answer, stop)
                 if cut != answer: g.finish_reason = "stop"          # ended by a stop string applied here, not by the limit
                 g.text, g.latency_s = cut.strip(), g.latency_s or dt
-                self._check(g, validate, json_schema)
+                self._check(g, validate[i] if isinstance(validate, list) else validate, json_schema)
                 if self.cache is not None: self.cache.set(LLMCache.key(self.model_id, msgs[i], params), g)
                 out[i] = g
             if failed: raise failed[0]
@@ -260,7 +275,9 @@ class ChatModel:
 
     @staticmethod
     def _check(g: Generation, validate, schema):
+        "Mark `g.unparsed` when `validate` refuses it, or when a structured reply was cut by the token limit."
         if validate is None: return
+        if g.finish_reason == "length": g.unparsed = True; return     # never repaired into a value (LightRAG #3601)
         try: validate(g.text, schema)
         except StructuredOutputError: g.unparsed = True
 
@@ -276,6 +293,28 @@ def cut_at_stop(text: str, stop) -> str:
         j = text.find(s)
         if j >= 0: text = text[:j]
     return text
+
+SPECIAL_TOKENS_END = ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>", "<|end|>", "<end_of_turn>",
+                      "</s>", "<|im_start|>")
+_ROLE_HEADER = re.compile(r"^\s*(?:<\|im_start\|>assistant|<\|start_header_id\|>assistant<\|end_header_id\|>"
+                          r"|<start_of_turn>model|<\|assistant\|>)\s*")
+
+def cut_special_tokens(text: str) -> str:
+    """`text` without chat-template tokens that a server let through as text: a leading assistant header
+    (`<|im_start|>assistant`, `<|start_header_id|>assistant<|end_header_id|>`, `<start_of_turn>model`) is dropped and
+    the text is cut at the first end-of-turn token (`SPECIAL_TOKENS_END`: `<|im_end|>`, `<|eot_id|>`, `</s>`, ...),
+    which ends the model's turn: what follows it is not its answer (a server without the template's stop tokens)."""
+    t = _ROLE_HEADER.sub("", text or "", count=1)
+    return cut_at_stop(t, SPECIAL_TOKENS_END) if "<" in t else t
+
+def json_present(text: str, schema) -> None:
+    """The default check of a call with a JSON schema and no `validate` of its own: `StructuredOutputError` unless
+    `text` holds a JSON object (an array for a schema of `type: array`; anything for an `enum`/`const` root, which
+    may be a bare string). A caller's own parser may be more lenient or stricter; this only keeps prose where JSON
+    was asked out of the call cache (and marks it `unparsed`)."""
+    if not isinstance(schema, dict) or "enum" in schema or "const" in schema: return
+    if schema.get("type") not in (None, "object", "array"): return
+    parse_json(text, list if schema.get("type") == "array" else dict)
 
 class StructuredOutputError(ValueError): "The model's output holds no usable value of the structure asked for (JSON, a schema)."
 
@@ -403,6 +442,10 @@ class HFChatModel(ChatModel):
 class _Retryable(Exception):
     def __init__(self, msg: str, retry_after: float | None = None): super().__init__(msg); self.retry_after = retry_after
 
+class _EmptyReply(_Retryable):
+    "A reply whose content is empty: asked again; when every attempt is empty, the empty reply itself is the result."
+    def __init__(self, msg: str, value): super().__init__(msg); self.value = value
+
 def _retry_after(r) -> float | None:
     "Seconds from a `Retry-After` header (a number or an HTTP date), `None` when absent or unreadable."
     v = r.headers.get("retry-after")
@@ -442,6 +485,59 @@ def _decode(r, url: str) -> dict:
     try: return r.json()
     except ValueError: raise _Retryable(f"{url} answered HTTP 200 with a body that is not JSON ({ctype or 'no content type'}): {body[:120]!r}") from None
 
+def proxy_for(url: str) -> tuple[str | None, str | None]:
+    """`(proxy URL, environment variable)` that a request to `url` goes through: `$HTTP_PROXY`/`$HTTPS_PROXY` (by the
+    URL's scheme, either case) or `$ALL_PROXY`, unless `$NO_PROXY` names the host (`urllib` rules: host names, domain
+    suffixes, `*`); `(None, None)` when there is none. The kit's clients use exactly this (httpx's own reading of the
+    environment is off), so an error can say which proxy a failed request went through (llama_index #13526)."""
+    import urllib.parse, urllib.request
+    parts = urllib.parse.urlsplit(url)
+    env = urllib.request.getproxies_environment()
+    p = env.get(parts.scheme) or env.get("all")
+    bypass = urllib.request.proxy_bypass_environment
+    if not p or bypass(parts.netloc, env) or bypass(parts.hostname or "", env): return None, None
+    names = [f"{parts.scheme.upper()}_PROXY", f"{parts.scheme}_proxy", "ALL_PROXY", "all_proxy"]
+    return p, next((n for n in names if os.environ.get(n) == p), names[0])
+
+def _http_client(url: str, timeout: float):
+    "An `httpx.Client` for `url` using `proxy_for(url)` and no other proxy; `.via` on it keeps the proxy (or `None`)."
+    import httpx, ssl
+    proxy, var = proxy_for(url)
+    ca = os.environ.get("SSL_CERT_FILE")
+    verify = ssl.create_default_context(cafile=ca) if ca else True
+    c = httpx.Client(timeout=timeout, proxy=proxy, trust_env=False, verify=verify)
+    c.via = (proxy, var) if proxy else None
+    host = (httpx.URL(url).host or "")
+    local = host in ("localhost", "::1") or host.startswith(("127.", "10.", "192.168.")) or host.endswith(".local")
+    if proxy and local:
+        warnings.warn(f"requests to {url} go through the proxy {proxy} (from ${var}); if the server is on this "
+                      f"machine or network, set NO_PROXY={host} to reach it directly", RuntimeWarning, stacklevel=3)
+    return c
+
+def _via(client, url: str) -> str:
+    "What a connection error message adds when the request went through a proxy."
+    if not getattr(client, "via", None): return ""
+    import httpx
+    (proxy, var), host = client.via, httpx.URL(url).host
+    return (f" [the request went through the proxy {proxy} (from ${var}): the proxy may be what failed; to reach "
+            f"{host} directly, set NO_PROXY={host}]")
+
+# a server refusing a request field (HTTP 400/422): (the request used it?, words of the error, the option avoiding it)
+_REFUSAL_HINTS = (
+    (lambda p: any(m.get("role") == "system" for m in p.get("messages", [])), r"system",
+     "--llm-option system_role=false (the system prompt goes into the first user turn)"),
+    (lambda p: "response_format" in p, r"response_format|json_schema|json schema|guided|structured output",
+     "--llm-option response_format=none (no schema is sent: the prompt asks for JSON, and the reply is checked, "
+     "repaired or re-asked here) or response_format=json_object"),
+    (lambda p: "max_tokens" in p, r"max_completion_tokens|max_tokens",
+     "--llm-option max_tokens_field=max_completion_tokens"),
+)
+
+def _refusal_hint(text: str, payload: dict) -> str:
+    "`'; try --llm-option ...'` for an HTTP 400 that refuses a field the request used, else `''`."
+    hints = [h for used, words, h in _REFUSAL_HINTS if used(payload) and re.search(words, text, re.I)]
+    return f"; the server refuses a field of the request: try {' or '.join(hints)}" if hints else ""
+
 def _post_json(client, url: str, payload: dict, headers: dict, max_retries: int, read=lambda r: r) -> object:
     """POST `payload` to `url` and return `read(reply dict)`, retrying what may pass (see the table above); `read`
     may raise `_Retryable` for a reply that is unusable but may be fine next time. `ModelCallError` otherwise."""
@@ -454,19 +550,44 @@ def _post_json(client, url: str, payload: dict, headers: dict, max_retries: int,
     @retry(stop=stop_after_attempt(max_retries + 1), wait=wait, retry=retry_if_exception_type(_Retryable), reraise=True)
     def go():
         try: r = client.post(url, json=payload, headers=headers)
-        except httpx.ConnectError as e: raise _Retryable(f"cannot connect to {url} ({e}): is the server running at that address? Start it, or fix the URL in openai:URL#MODEL") from e
-        except httpx.TimeoutException as e: raise _Retryable(f"{url} did not answer within {client.timeout.read} s: the server may be overloaded; raise the timeout (--llm-option timeout=600) or lower --batch-size") from e
-        except httpx.TransportError as e: raise _Retryable(f"{url}: the connection broke before the reply was complete ({e!r})") from e
-        if r.status_code in (408, 409, 429) or r.status_code >= 500: raise _Retryable(f"{url}: HTTP {r.status_code} {r.text[:200]}", _retry_after(r))
+        except httpx.ConnectError as e:
+            raise _Retryable(f"cannot connect to {url} ({e}): is the server running at that address? Start it, or fix "
+                             f"the URL in openai:URL#MODEL{_via(client, url)}") from e
+        except httpx.TimeoutException as e:
+            raise _Retryable(f"{url} did not answer within {client.timeout.read} s: the server may be overloaded; "
+                             f"raise the timeout (--llm-option timeout=600) or lower --batch-size{_via(client, url)}") from e
+        except httpx.TransportError as e:
+            raise _Retryable(f"{url}: the connection broke before the reply was complete ({e!r})"
+                             f"{_via(client, url)}") from e
+        if r.status_code in (408, 409, 429) or r.status_code >= 500:
+            raise _Retryable(f"{url}: HTTP {r.status_code} {r.text[:200]}{_via(client, url)}", _retry_after(r))
         if r.status_code in (401, 403): raise ModelCallError(f"{url}: HTTP {r.status_code} (not authorized): set OPENAI_API_KEY to the server's API key")
         if r.status_code in (400, 404) and "model" in r.text.lower() and ("exist" in r.text.lower() or "not found" in r.text.lower()):
             raise ModelCallError(f"{url}: the server does not serve model {payload.get('model')!r} ({r.text[:200]}); "
                                  f"GET {url.rsplit('/', 2)[0]}/models lists its models: fix the name after '#' in openai:URL#MODEL")
         if r.status_code == 404: raise ModelCallError(f"{url}: HTTP 404: check the base URL (vLLM and SGLang serve under .../v1)")
-        if r.status_code != 200: raise ModelCallError(f"{url}: HTTP {r.status_code} {r.text[:300]}")
+        if r.status_code != 200:
+            hint = _refusal_hint(r.text, payload) if r.status_code in (400, 422) else ""
+            raise ModelCallError(f"{url}: HTTP {r.status_code} {r.text[:300]}{hint}")
         return read(_decode(r, url))
     try: return go()
+    except _EmptyReply as e: return e.value                 # the model (not the transport) said nothing, every time
     except _Retryable as e: raise ModelCallError(f"gave up after {max_retries + 1} attempts: {e}") from None
+
+RESPONSE_FORMATS = ("json_schema", "json_object", "none")
+TOKEN_FIELDS = ("max_tokens", "max_completion_tokens")
+
+def fold_system(messages: list[dict]) -> list[dict]:
+    """`messages` without the system role: the system messages' contents (joined by a blank line) open the first user
+    turn (`"<system>\n\n<user>"`), or become one when there is none. For a chat template without a system role."""
+    sys_ = [m["content"] for m in messages if m.get("role") == "system"]
+    rest = [dict(m) for m in messages if m.get("role") != "system"]
+    if not sys_: return rest
+    head = "\n\n".join(sys_)
+    first = next((m for m in rest if m.get("role") == "user"), None)
+    if first is None: return [{"role": "user", "content": head}, *rest]
+    first["content"] = f"{head}\n\n{first['content']}"
+    return rest
 
 class OpenAIChatModel(ChatModel):
     """Chat completions from an OpenAI-compatible server (vLLM, SGLang, Ollama, ...).
@@ -476,21 +597,39 @@ class OpenAIChatModel(ChatModel):
     attempts after the first for a failure that may pass; `concurrency` requests in flight; `extra_body` a dict
     merged into every request (`chat_template_kwargs`, `top_k`, ...); `think_tokens` extra completion tokens
     for a model that thinks; `server_stop`: send the stop strings to the server (faster; only for a model that
-    does not think, since a server applies them to the thinking too), else they are applied here. `model_id` is `openai:<base_url>#<model>`, plus a hash of `extra_body` when given
-    (it changes what the model says). Failures raise `ModelCallError` (see the table above)."""
+    does not think, since a server applies them to the thinking too), else they are applied here.
+    For a server that refuses a request field with HTTP 400 (the error message names the option to use):
+    `system_role=False` folds the system messages into the first user turn (Gemma on vLLM: "System role not
+    supported"); `response_format`: `json_schema` (default: the schema constrains decoding), `json_object` (JSON
+    mode, no schema) or `none` (nothing sent: the prompt asks for JSON and `structured` checks, repairs or re-asks);
+    `max_tokens_field`: the name of the completion-length field, `max_tokens` or `max_completion_tokens` (OpenAI's
+    o-series). `model_id` is `openai:<base_url>#<model>`, plus a hash of `extra_body` and of a non-default
+    `system_role` or `response_format` (they change what the model says). Requests use `proxy_for(base_url)`.
+    Failures raise `ModelCallError` (see the table above)."""
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 120, max_retries: int = 4,
-                 concurrency: int = 8, cache=True, think_tokens: int = 0, extra_body: dict | None = None, server_stop: bool = False):
+                 concurrency: int = 8, cache=True, think_tokens: int = 0, extra_body: dict | None = None,
+                 server_stop: bool = False, system_role: bool = True, response_format: str = "json_schema",
+                 max_tokens_field: str = "max_tokens"):
         super().__init__(cache, think_tokens)
         self.server_stop = bool(server_stop)
-        import httpx
         if timeout <= 0 or max_retries < 0 or concurrency < 1:
             raise ValueError(f"need timeout > 0, max_retries >= 0, concurrency >= 1; got {timeout}, {max_retries}, {concurrency}")
         if extra_body is not None and not isinstance(extra_body, dict): raise ValueError(f"extra_body must be a dict, got {type(extra_body).__name__}")
+        if response_format not in RESPONSE_FORMATS:
+            raise ValueError(f"response_format must be one of {RESPONSE_FORMATS}, got {response_format!r}")
+        if max_tokens_field not in TOKEN_FIELDS:
+            raise ValueError(f"max_tokens_field must be one of {TOKEN_FIELDS}, got {max_tokens_field!r}")
         self.base_url, self.model, self.max_retries, self.concurrency = base_url.rstrip("/"), model, max_retries, concurrency
         self.extra_body = dict(extra_body or {})
-        self.model_id = f"openai:{self.base_url}#{model}" + (f"+{stable_hash(self.extra_body)[:8]}" if self.extra_body else "")
+        self.system_role, self.response_format = bool(system_role), response_format
+        self.max_tokens_field = max_tokens_field
+        shape = {k: v for k, v in (("system_role", self.system_role), ("response_format", response_format))
+                 if v != {"system_role": True, "response_format": "json_schema"}[k]}
+        ident = {**self.extra_body, "__request__": shape} if shape else self.extra_body     # the old id when no shape
+        tag = stable_hash(ident)[:8] if ident else ""
+        self.model_id = f"openai:{self.base_url}#{model}" + (f"+{tag}" if tag else "")
         self.headers = {"Authorization": f"Bearer {api_key or os.environ.get('OPENAI_API_KEY', 'EMPTY')}"}
-        self.client = httpx.Client(timeout=timeout)
+        self.client = _http_client(self.base_url, timeout)
 
     def _read(self, r: dict) -> Generation:
         "The `Generation` of one reply dict; `_Retryable` for a reply without a usable message."
@@ -503,14 +642,23 @@ class OpenAIChatModel(ChatModel):
         if msg.get("refusal"): return Generation("", **tokens, reasoning=reasoning, finish_reason="refusal")
         if content is None and not reasoning: raise _Retryable(f"{url}: reply with content null (finish_reason {finish!r})")
         if not isinstance(content, (str, type(None))): raise _Retryable(f"{url}: reply content is a {type(content).__name__}, not text")
-        return Generation(content or "", **tokens, reasoning=reasoning, finish_reason=finish)
+        g = Generation(content or "", **tokens, reasoning=reasoning, finish_reason=finish)
+        if not g.text.strip() and not reasoning:
+            raise _EmptyReply(f"{url}: reply with empty content (finish_reason {finish!r})", g)
+        return g
 
     def _one(self, messages, max_new_tokens, temperature, stop, json_schema, seed) -> Generation:
-        payload = dict(model=self.model, messages=messages, max_tokens=max_new_tokens, temperature=temperature, **self.extra_body)
+        if not self.system_role: messages = fold_system(messages)
+        payload = dict(model=self.model, messages=messages, temperature=temperature, **self.extra_body)
+        payload[self.max_tokens_field] = max_new_tokens
         payload["stream"] = False
         if stop and self.server_stop: payload["stop"] = stop
         if seed is not None: payload["seed"] = seed
-        if json_schema: payload["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": json_schema}}
+        if json_schema and self.response_format == "json_schema":
+            payload["response_format"] = {"type": "json_schema",
+                                          "json_schema": {"name": "output", "schema": json_schema}}
+        elif json_schema and self.response_format == "json_object" and json_schema.get("type", "object") == "object":
+            payload["response_format"] = {"type": "json_object"}
         t0 = time.perf_counter()
         g = _post_json(self.client, f"{self.base_url}/chat/completions", payload, self.headers, self.max_retries, self._read)
         g.latency_s = time.perf_counter() - t0
@@ -564,26 +712,35 @@ def structured(llm: ChatModel, prompts: list, schema: dict | list, reasks: int =
     Returns, per prompt, `(value, generations)`: `value` is `parse(text, schema)` of the first reply that parses
     (`None` when none did), `generations` every call made for it in order (the first, then re-asks, each marked
     `unparsed`/`reask`). A reply that fails is re-asked up to `reasks` times with the reply and the error added to
-    the conversation. `parse(text, schema)` must raise `StructuredOutputError` for an unusable reply. Other
-    keywords go to `generate`."""
+    the conversation. A reply cut by the token limit (`finish_reason == 'length'`) is never parsed, however
+    repairable its JSON looks: it is marked `unparsed` and asked again, the same prompt with twice the
+    `max_new_tokens` (default 64), counting as a re-ask; when every attempt was cut, `value` is `None` and the last
+    generation's `finish_reason` says `length`. `parse(text, schema)` must raise `StructuredOutputError` for an
+    unusable reply. Other keywords go to `generate`."""
     n = len(prompts)
     schemas = schema if isinstance(schema, list) else [schema] * n
     if len(schemas) != n: raise ValueError(f"{len(schemas)} schemas for {n} prompts")
     msgs, values, gens, todo = [as_messages(p) for p in prompts], [None] * n, [[] for _ in range(n)], list(range(n))
+    room = [int(kw.pop("max_new_tokens", 64))] * n
     for attempt in range(reasks + 1):
-        out = llm.generate([msgs[i] for i in todo], json_schema=[schemas[i] for i in todo], validate=parse, **kw)
-        left = []
-        for i, g in zip(todo, out):
-            g.reask = attempt > 0
-            gens[i].append(g)
-            if g.unparsed:
-                try: parse(g.text, schemas[i]); why = "it does not follow the schema"
-                except StructuredOutputError as e: why = str(e)
-                msgs[i] = msgs[i] + [{"role": "assistant", "content": g.text},
-                                     {"role": "user", "content": f"That reply is not usable ({why}). Reply again with only the JSON value."}]
-                left.append(i)
-            else: values[i] = parse(g.text, schemas[i])
-        todo = left
+        left, groups = [], {}
+        for i in todo: groups.setdefault(room[i], []).append(i)
+        for mnt, idx in groups.items():
+            out = llm.generate([msgs[i] for i in idx], json_schema=[schemas[i] for i in idx], validate=parse,
+                               max_new_tokens=mnt, **kw)
+            for i, g in zip(idx, out):
+                g.reask = attempt > 0
+                gens[i].append(g)
+                if g.finish_reason == "length":          # truncated: the same question with more room
+                    room[i] *= 2; left.append(i)
+                elif g.unparsed:
+                    try: parse(g.text, schemas[i]); why = "it does not follow the schema"
+                    except StructuredOutputError as e: why = str(e)
+                    again = f"That reply is not usable ({why}). Reply again with only the JSON value."
+                    msgs[i] = msgs[i] + [{"role": "assistant", "content": g.text}, {"role": "user", "content": again}]
+                    left.append(i)
+                else: values[i] = parse(g.text, schemas[i])
+        todo = sorted(left)
         if not todo: break
     return list(zip(values, gens))
 
@@ -636,14 +793,35 @@ class OpenAIEmbedder(Embedder):
         self.base_url, self.model, self.max_retries = base_url.rstrip("/"), model, max_retries
         self.model_id = f"openai:{self.base_url}#{model}"
         self.headers = {"Authorization": f"Bearer {api_key or os.environ.get('OPENAI_API_KEY', 'EMPTY')}"}
-        self.client = httpx.Client(timeout=timeout)
+        self.client = _http_client(self.base_url, timeout)
         self.dim = self.encode(["dimension probe"]).shape[1]
 
     def encode(self, texts, batch_size=64):
-        rows = []
+        """float32 `[len(texts), dim]`, rows L2-normalized, in input order. `ModelCallError` naming the endpoint when a
+        reply holds another number of vectors than inputs, indexes that are not `0..n-1`, or a vector whose dimension
+        differs from the others or from `dim` (a reply that would pair vectors with the wrong texts; openai-python
+        #576)."""
+        rows, url = [], f"{self.base_url}/embeddings"
         for b in range(0, len(texts), batch_size):
-            r = _post_json(self.client, f"{self.base_url}/embeddings", {"model": self.model, "input": list(texts[b:b + batch_size])}, self.headers, self.max_retries)
-            rows += [d["embedding"] for d in sorted(r["data"], key=lambda d: d["index"])]
+            batch = list(texts[b:b + batch_size])
+            r = _post_json(self.client, url, {"model": self.model, "input": batch}, self.headers, self.max_retries)
+            data = r.get("data") if isinstance(r, dict) else None
+            if not isinstance(data, list) or not all(isinstance(d, dict) and "embedding" in d for d in data):
+                raise ModelCallError(f"{url}: reply has no data[].embedding list: {str(r)[:200]}")
+            if len(data) != len(batch):
+                raise ModelCallError(f"{url}: {len(data)} vectors for {len(batch)} inputs ({b}..{b + len(batch) - 1})")
+            if all("index" not in d for d in data): data = [{**d, "index": i} for i, d in enumerate(data)]  # in order
+            data = sorted(data, key=lambda d: d.get("index", -1))
+            if [d.get("index") for d in data] != list(range(len(batch))):
+                got = [d.get('index') for d in data][:8]
+                raise ModelCallError(f"{url}: reply indexes {got} are not 0..{len(batch) - 1} for {len(batch)} inputs")
+            want = getattr(self, "dim", 0) or len(data[0]["embedding"])
+            for d in data:
+                if len(d["embedding"]) != want:
+                    n = len(d['embedding'])
+                    raise ModelCallError(f"{url}: dimension {n} for input {b + d['index']}, {want} expected "
+                                         f"({len(batch)} inputs, model {self.model!r})")
+            rows += [d["embedding"] for d in data]
         return _normalize(rows) if rows else np.zeros((0, self.dim), np.float32)
 
 # %% ../nbs/02_models.ipynb #819a1ccc
@@ -659,6 +837,13 @@ LLM_OPTIONS = {  # name: (type, backends it applies to, check, help)
     "max_retries": (int, ("openai",), lambda v: v >= 0, "attempts after the first for a failure that may pass (>= 0)"),
     "api_key": (str, ("openai",), lambda v: True, "the server's API key (default $OPENAI_API_KEY)"),
     "server_stop": (bool, ("openai",), lambda v: True, "send stop strings to the server (only for a model that does not think)"),
+    "system_role": (bool, ("openai",), lambda v: True,
+                    "false: fold the system prompt into the first user turn ('System role not supported')"),
+    "response_format": (str, ("openai",), lambda v: v in RESPONSE_FORMATS,
+                        "json_schema (default) | json_object | none: what a structured call sends (none: prompting "
+                        "plus local checks and repair, for a server that refuses json_schema)"),
+    "max_tokens_field": (str, ("openai",), lambda v: v in TOKEN_FIELDS,
+                         "max_tokens (default) | max_completion_tokens: the completion-length field the server takes"),
     "n_threads": (int, ("llamacpp",), lambda v: v >= 1, "CPU threads of llama.cpp (>= 1; default torch's thread count)"),
     "n_ctx": (int, ("llamacpp",), lambda v: v >= 16, "llama.cpp context length in tokens, prompt plus completion (>= 16)"),
 }

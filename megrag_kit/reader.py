@@ -10,8 +10,8 @@ from .models import ChatModel, Cost, split_reasoning, structured
 from typing import NamedTuple
 
 # %% auto #0
-__all__ = ['READER_SYSTEM', 'READER_EXAMPLES', 'reader_prompt', 'first_sentence', 'extract_answer', 'answer_options', 'Read',
-           'Reader']
+__all__ = ['READER_SYSTEM', 'READER_EXAMPLES', 'reader_prompt', 'first_sentence', 'extract_answer', 'answer_line',
+           'answer_options', 'Read', 'Reader']
 
 # %% ../nbs/06_reader.ipynb #fe9d8638
 READER_SYSTEM = "Answer the question with a short phrase (a name, date, place or yes/no). Reply with the answer only."
@@ -105,6 +105,17 @@ def extract_answer(text: str, question: str = "") -> str:
     if len(t) > 1 and t[0] in "\"“'" and t[-1] in "\"”'": t = t[1:-1].strip()       # quotes around the whole answer only
     return t
 
+def answer_line(text: str) -> str:
+    """The line of a raw reply that holds the answer: the first non-blank line, joined with the next non-blank one
+    when it is only a lead-in (`Answer:`, `Final answer:`). A reply that opens with blank lines (`"\n\nParis"`) or
+    puts the answer under its lead-in (`"Answer:\nParis"`) is read like `"Paris"` (issue: helm #3507); a second
+    line after an answer is never read (`"Paris\nAnswer: London"` -> `"Paris"`)."""
+    lines = [x for x in split_reasoning(text or "")[1].splitlines() if x.strip()]
+    if not lines: return ""
+    bare_lead_in = not _LEAD_IN.sub("", re.sub(r"\*\*|__|`", "", lines[0])).strip(" \t-•")
+    if len(lines) > 1 and bare_lead_in: return f"{lines[0]} {lines[1]}"
+    return lines[0]
+
 # %% ../nbs/06_reader.ipynb #9298d679
 _OPTION_PATTERNS = [re.compile(r",\s*(.+?)\s+or\s+(.+?)\s*\?\s*$"),
                     re.compile(r"^(?:was|were|is|are|did|does|do)\s+(.+?)\s+or\s+(.+?)\s+(?:born|released|founded|formed|established|"
@@ -145,7 +156,8 @@ class Reader:
     schema `{"enum": options}` when `constrain_options` (see `answer_options`); the reply is checked locally
     (`structured`: a server may not enforce the schema), re-asked once when it is not one of the options, and
     read with `extract_answer` when it still is not. `max_new_tokens` caps each answer; a free answer is cut
-    at the first newline of the answer channel (after any reasoning) and passed through `extract_answer`."""
+    after its answer line (`answer_line`: the first non-blank line of the answer channel, after any reasoning, with the
+    next one when it is only a lead-in) and passed through `extract_answer`."""
     def __init__(self, llm: ChatModel, max_new_tokens: int = 24, max_passages: int = 3, best_last: bool = True, constrain_options: bool = True):
         if max_new_tokens < 1 or max_passages < 1: raise ValueError(f"max_new_tokens and max_passages must be >= 1, got {max_new_tokens}, {max_passages}")
         self.llm, self.max_new_tokens, self.max_passages, self.best_last = llm, max_new_tokens, max_passages, best_last
@@ -162,8 +174,9 @@ class Reader:
         opts = [answer_options(q) if self.constrain_options else None for q in questions]
         out = [None] * len(questions)
         free = [i for i, o in enumerate(opts) if o is None]
-        for i, g in zip(free, self.llm.generate([prompts[i] for i in free], max_new_tokens=self.max_new_tokens, stop=["\n"])):
-            out[i] = Read(extract_answer(g.text, questions[i]), [g])
+        # no stop string: a reply opening with a newline, or with "Answer:" on a line of its own, would be cut to ''
+        for i, g in zip(free, self.llm.generate([prompts[i] for i in free], max_new_tokens=self.max_new_tokens)):
+            out[i] = Read(extract_answer(answer_line(g.text), questions[i]), [g])
         constrained = [i for i, o in enumerate(opts) if o is not None]   # one schema per question: generate groups them
         res = structured(self.llm, [prompts[i] for i in constrained], [{"enum": opts[i]} for i in constrained], max_new_tokens=self.max_new_tokens)
         for i, (v, gens) in zip(constrained, res):

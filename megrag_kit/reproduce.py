@@ -8,7 +8,7 @@ import copy, importlib, json, os, platform, re, sys, time
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from .core import stable_hash, set_seed, resolve_device
+from .core import DataError, stable_hash, set_seed, resolve_device
 from .data import load_dataset
 from .method import ConfigError, Resources, build_method, get_method
 from .runner import read_predictions, run as run_questions, versions
@@ -16,7 +16,8 @@ from .runner import read_predictions, run as run_questions, versions
 # %% auto #0
 __all__ = ['PAPER', 'COMMON_PARAMS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset', 'check_params',
            'build_model', 'hardware', 'default_out', 'markdown_table', 'Experiment', 'termination_counts', 'savings',
-           'structure', 'ExperimentError', 'notebooks_dir', 'notebook_params', 'reproduce']
+           'structure', 'ExperimentError', 'notebooks_dir', 'notebook_params', 'profile_datasets', 'check_datasets',
+           'reproduce']
 
 # %% ../nbs/95_reproduce.ipynb #eaa5efbe
 PAPER = {
@@ -300,14 +301,38 @@ def _check_notebook(pm, src, params: dict, root, kernel: str, name: str) -> floa
             raise ExperimentError(f"{name} failed its parameter check: {e.ename}: {e.evalue}") from None
     return round(time.perf_counter() - t0, 1)
 
+def profile_datasets(params: dict) -> list[str]:
+    "The dataset names a set of notebook parameters uses (every `*dataset` string and `*datasets` list), in order."
+    names = []
+    for k, v in params.items():
+        if k.endswith("dataset") and isinstance(v, str): names.append(v)
+        elif k.endswith("datasets") and isinstance(v, (list, tuple)): names += [x for x in v if isinstance(x, str)]
+    return list(dict.fromkeys(names))
+
+def check_datasets(names, profile: str = "") -> dict:
+    """Load each dataset in `names` (`load_dataset`); returns `{name: number of questions}`. `ExperimentError` naming
+    every dataset that cannot load and why (e.g. no benchmark data folder: set `MEGRAG_KIT_DATA`), so that
+    `reproduce --check` never calls a profile valid that could not read its data."""
+    got, bad = {}, []
+    for n in names:
+        try: got[n] = len(load_dataset(n).questions)
+        except (DataError, KeyError, OSError) as e: bad.append(f"{n} ({e})")
+    if bad:
+        raise ExperimentError(f"profile {profile!r} needs datasets that cannot load: {'; '.join(bad)}. The parameters "
+                              "are not valid on this machine; give the data folder (MEGRAG_KIT_DATA) or "
+                              "--param dataset=demo")
+    return got
+
 def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict | None = None, out=None,
               progress: bool = True, kernel: str = "python3", check: bool = False) -> dict:
     """Execute the experiment notebooks (`EXPERIMENTS`, or the names in `only`) with papermill under `profile`'s
     parameters updated by `params`; returns `{name: {"notebook": executed path, "outputs": [paths], "wall_s": s}}`.
 
-    `check=True` answers nothing: each notebook runs only its parameters and check cells (the code cells not tagged
-    `#| slow`), in a temporary folder, so a profile's parameters (e.g. `paper`'s, meant for a GPU) are validated in
-    seconds before hours of runs; `notebook` is then `None` and `outputs` empty. `ValueError` for an unknown profile,
+    `check=True` answers nothing: every dataset the parameters name must load (`check_datasets`: `ExperimentError`
+    naming those that do not, e.g. without the benchmark data folder), then each notebook runs only its parameters
+    and check cells (the code cells not tagged `#| slow`), in a temporary folder, so a profile's parameters (e.g.
+    `paper`'s, meant for a GPU) are validated in seconds before hours of runs; `notebook` is then `None` and
+    `outputs` empty. `ValueError` for an unknown profile,
     experiment name or parameter (naming the valid ones); a notebook that fails raises `ExperimentError` naming the
     error and its executed copy (kept, up to the failing cell)."""
     import papermill as pm
@@ -318,6 +343,7 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     nbs = notebooks_dir(); root = nbs.parent
     out = Path(out) if out else default_out(profile)
     done = {}
+    if check: check_datasets(profile_datasets({**PROFILES[profile], **(params or {})}), profile)
     for i, n in enumerate(names, 1):
         src = nbs / EXPERIMENTS[n]
         declared = notebook_params(src)

@@ -4,20 +4,21 @@
 
 # %% ../nbs/90_runner.ipynb #2b46ea7e
 from __future__ import annotations
-import importlib, json, platform, subprocess, textwrap, warnings
+import importlib, json, platform, subprocess, textwrap, time, warnings
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from tqdm.auto import tqdm
-from .core import Dataset, DataError, Question, thread_settings
+from .core import Dataset, DataError, Heartbeat, Question, stable_hash, thread_settings
 from .jsonl import JsonlAppender, read_jsonl
 from .models import Cost, CostMeter, ModelCallError
 from .metrics import exact_match, f1_score, answer_containment, retrieval_scores, bootstrap_ci, paired_bootstrap
 from .method import Method
 
 # %% auto #0
-__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'SUMMARY_LEGEND', 'score', 'summarize', 'read_predictions', 'versions',
-           'RunMismatchError', 'check_run_folder', 'run', 'format_summary', 'compare_runs']
+__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'FAST_SETTINGS', 'SUMMARY_LEGEND', 'score', 'summarize', 'read_predictions', 'versions',
+           'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'estimate_calls', 'run', 'format_summary',
+           'compare_runs']
 
 # %% ../nbs/90_runner.ipynb #d6a8652b
 RETRIEVAL_KS = (1, 2, 5, 10, 20)
@@ -43,10 +44,16 @@ def summarize(rows: list[dict]) -> dict:
     """Means over prediction rows (failed rows, those with a `failed` field, are counted apart, not scored): each
     score x100 with `ci[score] = [lo, hi]` (95% bootstrap), `n` (scored questions), `failed`, the mean of each
     `COST_FIELDS` entry per question (`None` when any row's value is unknown), `unparsed_rate` (unparsed calls per
-    100 calls) and `indexing` (mean indexing cost per question)."""
+    100 calls) and `indexing` (mean indexing cost per question). With retrieval scores, `retrieved_depth` is
+    `[min, max]` of the passages the scored questions retrieved and `k_beyond_retrieved` lists the `@K` scores whose
+    K exceeds the minimum (a recall@20 of a 10-passage list is its recall@10: `format_summary` marks them)."""
     failed = [r for r in rows if r.get("failed")]
     rows = [r for r in rows if not r.get("failed")]
     out, ci = {"n": len(rows), "failed": len(failed)}, {}
+    depths = [len(r.get("retrieved") or []) for r in rows if "mrr" in r]
+    if depths:
+        out["retrieved_depth"] = [min(depths), max(depths)]
+        out["k_beyond_retrieved"] = [m for m in _metric_keys(rows) if "@" in m and int(m.split("@")[1]) > min(depths)]
     for m in _metric_keys(rows):
         vals = [r[m] for r in rows if m in r]
         mean, lo, hi = bootstrap_ci(vals)
@@ -85,10 +92,28 @@ def versions() -> dict:
     return v
 
 # %% ../nbs/90_runner.ipynb #d101aea7
-_SAME_RUN = ("method", "params", "dataset", "llm", "embedder", "seed")
+_SAME_RUN = ("method", "params", "dataset", "llm", "embedder", "seed", "inputs")
+_SAME_IF_RECORDED = ("chunking", "openie_backend", "index_type", "llm_options")   # passed by the command line
+_PLUMBING_OPTIONS = ("timeout", "max_retries", "api_key", "concurrency", "max_tokens_field")  # how, not what, it says
 
 class RunMismatchError(ValueError):
-    "A run folder holds a run of another method, parameter, dataset, model or seed; the message says which differ and how."
+    """A run folder holds a run of another method, parameter, dataset (its name, or the hash of its questions or
+    corpus), model, seed or answer-changing option; the message says which differ and how."""
+
+def dataset_hashes(dataset: Dataset) -> dict:
+    """`{questions, corpus}`: sha256 (hex, 16 chars) of every question of `dataset` (id, question text, answers, gold
+    passage ids, in order) and of its corpus (`Dataset.fingerprint`). Part of a run's identity: a run folder made on
+    one file is not resumed on another file that reuses its question ids (issue: graphrag #886)."""
+    qs = [[q.qid, q.question, q.answers, q.gold_pids] for q in dataset.questions]
+    return dict(questions=stable_hash(qs)[:16], corpus=dataset.fingerprint())
+
+def _identity(mf: dict) -> dict:
+    "The part of a manifest that must match to resume: `_SAME_RUN`, plus `_SAME_IF_RECORDED` without plumbing options."
+    out = {k: mf.get(k) for k in _SAME_RUN}
+    for k in _SAME_IF_RECORDED:
+        if k not in mf: continue
+        out[k] = {o: v for o, v in mf[k].items() if o not in _PLUMBING_OPTIONS} if k == "llm_options" else mf[k]
+    return out
 
 def _differences(old: dict, new: dict, keys) -> str:
     "`'params.k: 3 in the folder, 4 now; seed: 0 in the folder, 1 now'` for the differing manifest `keys`."
@@ -106,9 +131,49 @@ def check_run_folder(out) -> Path:
     if out.exists() and not out.is_dir(): raise ValueError(f"--out {out} is a file, not a folder: give a folder for the run")
     return out
 
-def _answer(method: Method, batch: list[Question]):
+FAST_SETTINGS = {   # what makes a first run of each method short on a CPU (measured: benchmarks/results/first_runs.md)
+    "megrag": "--openie-backend parser --set budget=2 --set n_p=3",
+    "evireform": "--set pool_x=4 --set pool_r=2 --set k_s=10 --set rounds=1",
+    "cara": "--set agents=1 --set t_max=5 --set decoding=schema",
+    "ircot": "--set max_steps=1", "iter_retgen": "--set iterations=1",
+}
+
+def estimate_calls(method: Method) -> tuple[float, str]:
+    """`(LLM calls per question, what they are)`: an upper estimate of a method's answering calls under its config,
+    before anything runs (a method class may define `estimate_calls(self)` returning the same pair; this is the
+    fallback for the kit's methods, 1 call (the reader) for any other). Indexing calls (OpenIE, propositions over the
+    passages retrieved) come on top when the triple or proposition view is extracted by the LLM."""
+    own = getattr(method, "estimate_calls", None)
+    if callable(own): return own()
+    c, g = method.config, lambda k, d: getattr(method.config, k, d)
+    n = method.name
+    if n == "megrag":
+        b = g("budget", 4)
+        return b * 4 + 1, f"<= budget {b} steps x (3 sufficiency checks + 1 policy) + the reader"
+    if n == "cara":
+        a, t = g("agents", 3), g("t_max", 150)
+        return a * t * 2 + 1, f"<= {a} agents x {t} steps x (1 action + 1 causal) + the reader"
+    if n == "evireform": return 2 + g("rounds", 1) * (1 + g("L", 2)), "the selector, the writer per round, the reader"
+    if n == "ircot": return g("max_steps", 2) + 1, f"<= {g('max_steps', 2)} reason steps + the reader"
+    if n == "iter_retgen": return g("iterations", 3), f"{g('iterations', 3)} retrieval-generation rounds"
+    return 1.0, "the reader"
+
+def _announce(method: Method, n_todo: int, res) -> None:
+    "Before a run: the calls it will make and the settings that make it fast."
+    per, what = estimate_calls(method)
+    extra = ""
+    if method.name in ("megrag",) and getattr(res, "openie_backend", "llm") == "llm":
+        extra = (f"; plus OpenIE of up to {getattr(method.config, 'n_p', 10)} passages per step (once each, shared "
+                 "by the questions)")
+    if method.name == "evireform": extra = "; plus the propositions of the passages searched (once each)"
+    line = (f"{method.run_name()}: {n_todo} questions x up to {per:g} LLM calls ({what}){extra} = up to "
+            f"{int(per * n_todo):,} calls")
+    if method.name in FAST_SETTINGS: line += f"; for a fast first run: {FAST_SETTINGS[method.name]} --limit 5"
+    print(line, flush=True)
+
+def _answer(method: Method, batch: list[Question], on_record=None):
     "`(answers, meter)` for a batch; `RuntimeError` when the method returns the wrong number of answers."
-    with CostMeter() as meter: answers = method.answer(batch)
+    with CostMeter(on_record) as meter: answers = method.answer(batch)
     if len(answers) != len(batch): raise RuntimeError(f"{method.name} returned {len(answers)} answers for {len(batch)} questions")
     return answers, meter
 
@@ -129,12 +194,18 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     res = method.res
     now = dict(started=datetime.now(timezone.utc).isoformat(), limit=limit, n_questions=len(qs), batch_size=batch_size, versions=versions(), threads=thread_settings())
     mf = dict(method=method.name, run_name=method.run_name(), params=method.config.to_dict(), dataset=dataset.name,
-              llm=res.llm_spec, embedder=res.embedder_spec, seed=seed, **(manifest or {}))
+              llm=res.llm_spec, embedder=res.embedder_spec, seed=seed, inputs=dataset_hashes(dataset),
+              **(manifest or {}))
+    if isinstance(mf.get("llm_options"), dict) and "api_key" in mf["llm_options"]:
+        mf["llm_options"] = {**mf["llm_options"], "api_key": "(set, not recorded)"}     # a secret never goes on disk
     f = out / "run.json"
     if f.exists():
         old = json.loads(f.read_text())
-        diff = [k for k in _SAME_RUN if old.get(k) != mf.get(k)]
-        if diff: raise RunMismatchError(f"{out} holds another run (differs in {', '.join(diff)}: {_differences(old, mf, diff)}); choose another out folder")
+        if "inputs" not in old: old["inputs"] = mf["inputs"]          # a folder from before the inputs were hashed
+        a, b = _identity(old), _identity(mf)
+        diff = [k for k in b if k in a and a[k] != b[k]]
+        if diff: raise RunMismatchError(f"{out} holds another run (differs in {', '.join(diff)}: "
+                                        f"{_differences(a, b, diff)}); choose another out folder")
         for kind, mid in (old.get("models") or {}).items():
             if getattr(res, kind).model_id != mid:
                 raise RunMismatchError(f"{out} was started with {kind} {mid}, but {getattr(res, kind).model_id} is loaded now (same spec, other weights)")
@@ -151,18 +222,30 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     for mod in _WARM_IMPORTS:      # a one-time import inside the first batch is process start-up, not a question's latency
         try: importlib.import_module(mod)
         except ImportError: pass
-    bar = tqdm(total=len(qs), initial=len(qs) - len(todo), desc=method.run_name(), disable=not show_progress, unit="q")
+    if show_progress and todo: _announce(method, len(todo), res)
+    bar = tqdm(total=len(qs), initial=len(qs) - len(todo), desc=method.run_name(), disable=not show_progress, unit="q",
+               mininterval=1.0)
     base = lambda q: dict(id=q.qid, question=q.question, gold_answers=q.answers, gold_pids=q.gold_pids, qtype=q.qtype)
-    n_failed = 0
-    with JsonlAppender(pf, what="prediction") as log:
+    n_failed, live, t_start = 0, {"calls": 0, "t": 0.0}, time.perf_counter()
+    def tick(phase, gens):               # every LLM call moves the bar's postfix (a long method's batch takes minutes)
+        live["calls"] += len(gens)
+        if time.perf_counter() - live["t"] > 2:
+            live["t"] = time.perf_counter(); bar.set_postfix_str(f"{live['calls']} LLM calls", refresh=True)
+    with JsonlAppender(pf, what="prediction") as log, Heartbeat(bar, 20):
         for b in range(0, len(todo), batch_size):
             batch = todo[b:b + batch_size]
-            try: parts = [(batch, *_answer(method, batch))]
+            try: parts = [(batch, *_answer(method, batch, tick))]
             except ModelCallError:
                 parts = []
                 for q in batch:                                  # one by one: only the questions that fail are lost
-                    try: parts.append(([q], *_answer(method, [q])))
+                    try: parts.append(([q], *_answer(method, [q], tick)))
                     except ModelCallError as e: parts.append(([q], e, None))
+            if b == 0 and show_progress and len(todo) > len(batch):
+                per_q = (time.perf_counter() - t_start) / len(batch)
+                rest = len(todo) - len(batch)
+                tqdm.write(f"first {len(batch)} questions took {per_q * len(batch):.0f} s ({per_q:.1f} s each, "
+                           f"{live['calls']} LLM calls): about {per_q * rest / 60:.1f} min for the other {rest} "
+                           "on this machine")
             for qb, answers, meter in parts:
                 if isinstance(answers, ModelCallError):
                     n_failed += 1
@@ -204,10 +287,17 @@ def format_summary(s: dict, legend: bool = True) -> str:
     fmt = lambda v: "n/a" if v is None else f"{v:.2f}"
     head = f"{m.get('run_name', m['method'])} on {m['dataset']} (n={s['n']}" + (f", failed={s['failed']}" if s.get("failed") else "") + ")"
     lines = [head, f"{'metric':18s} {'mean':>8s}   95% CI"]
-    for k, (lo, hi) in s.get("ci", {}).items(): lines.append(f"{k:18s} {s[k]:8.2f}   [{lo:.2f}, {hi:.2f}]")
+    beyond, depth = set(s.get("k_beyond_retrieved") or ()), (s.get("retrieved_depth") or [None])[0]
+    for k, (lo, hi) in s.get("ci", {}).items():
+        mark = f"   (K > the {depth} passages retrieved: the score of the whole list)" if k in beyond else ""
+        lines.append(f"{k:18s} {s[k]:8.2f}   [{lo:.2f}, {hi:.2f}]{mark}")
+    if s.get("retrieved_depth"):
+        lo, hi = s["retrieved_depth"]
+        lines.append(f"{'retrieved':18s} {lo}..{hi} passages per question")
     for c in (*COST_FIELDS, "unparsed_rate"): lines.append(f"{c:18s} {fmt(s.get(c, 0)):>8s}")
     if s.get("indexing"): lines.append(f"{'indexing/q':18s} " + ", ".join(f"{k} {'n/a' if v is None else format(v, 'g')}" for k, v in s["indexing"].items()))
-    base = {"n", "failed", "ci", "manifest", "indexing", "unparsed_rate", *COST_FIELDS, *s.get("ci", {})}
+    base = {"n", "failed", "ci", "manifest", "indexing", "unparsed_rate", "retrieved_depth", "k_beyond_retrieved",
+            *COST_FIELDS, *s.get("ci", {})}
     for k, v in s.items():
         if k not in base and not isinstance(v, dict): lines.append(f"{k:18s} {v}")
     for k, v in s.items():
@@ -217,11 +307,32 @@ def format_summary(s: dict, legend: bool = True) -> str:
     return "\n".join(lines)
 
 
+def _same_questions(a: Path, b: Path, ra: dict, rb: dict):
+    "`ValueError` naming the difference unless the two runs' rows hold the same question ids, with the same texts."
+    na, nb = a.name or str(a), b.name or str(b)
+    if na == nb: na, nb = str(a), str(b)
+    if not ra or not rb: raise ValueError(f"nothing to compare: {a if not ra else b} has no predictions")
+    only_a, only_b = [k for k in ra if k not in rb], [k for k in rb if k not in ra]
+    if only_a or only_b:
+        def show(ids):
+            return ", ".join(map(str, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "") if ids else "none"
+        raise ValueError(f"{a} and {b} answered other questions (only in {na}: {show(only_a)}; only in {nb}: "
+                         f"{show(only_b)}): a paired comparison needs the same questions; run both on the same dataset "
+                         "and --limit")
+    for k in ra:
+        if ra[k].get("question") != rb[k].get("question"):
+            raise ValueError(f"{a} and {b} are not runs of the same questions: question {k} differs: "
+                             f"{ra[k].get('question')!r} in {na}, {rb[k].get('question')!r} in {nb}")
+
 def compare_runs(a, b, metrics=("f1", "em")) -> dict:
     """Paired bootstrap (10,000 resamples, seed 0) of run folder `a` minus run folder `b`, per metric, x100, over the
-    questions both answered: `{metric: {n, diff, lo, hi, p_le_0}}`. `ValueError` if they share no question."""
-    ra = {r["id"]: r for r in read_predictions(Path(a) / "predictions.jsonl")}
-    rb = {r["id"]: r for r in read_predictions(Path(b) / "predictions.jsonl")}
+    questions both answered (a failed row has no score and is left out): `{metric: {n, diff, lo, hi, p_le_0}}`.
+    `ValueError` naming the difference when the runs do not hold the same question ids, or an id's question text
+    differs (runs of two datasets that reuse ids), or a folder has no predictions."""
+    a, b = Path(a), Path(b)
+    ra = {r["id"]: r for r in read_predictions(a / "predictions.jsonl")}
+    rb = {r["id"]: r for r in read_predictions(b / "predictions.jsonl")}
+    _same_questions(a, b, ra, rb)
     out = {}
     for m in metrics:
         res = paired_bootstrap({k: 100 * r[m] for k, r in ra.items() if m in r}, {k: 100 * r[m] for k, r in rb.items() if m in r})

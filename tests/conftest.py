@@ -59,12 +59,36 @@ def minilm():
     return load_embedder("minilm", "cpu")
 
 
+_REFUSALS = {   # field -> (does the request use it?, the body of the HTTP 400 a server that refuses it sends)
+    "system": (lambda b: any(m.get("role") == "system" for m in b.get("messages", [])),
+               {"object": "error", "message": "System role not supported", "type": "BadRequestError", "param": None, "code": 400}),
+    "json_schema": (lambda b: (b.get("response_format") or {}).get("type") == "json_schema",
+                    {"error": {"message": "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.",
+                               "type": "invalid_request_error", "param": "response_format", "code": None}}),
+    "max_tokens": (lambda b: "max_tokens" in b,
+                   {"error": {"message": "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                              "'max_completion_tokens' instead.", "type": "invalid_request_error", "param": "max_tokens",
+                              "code": "unsupported_parameter"}}),
+}
+
+def _refused(refuse, body) -> dict | None:
+    "The error body for the first field in `refuse` that the request uses, else None."
+    for f in refuse or ():
+        uses, err = _REFUSALS[f]
+        if uses(body): return err
+    return None
+
+
 class _Stub(BaseHTTPRequestHandler):
     """OpenAI-compatible stub. Server attributes steer it: `respond(body) -> text` (default: echo), `fail_next` (the
     next N requests get 503), `faults` (a list consumed one per chat request: None | 'http:<code>[:<retry-after>]' |
-    'null' | 'sse' | 'close' | 'garbage' | 'slow:<seconds>' | 'refusal' | 'length'), `fail_every` (every Nth chat
+    'null' | 'empty' | 'special' (the reply wrapped in chat-template tokens) | 'sse' | 'close' | 'garbage' | 'slow:<seconds>'
+    | 'refusal' | 'length'), `fail_every` (every Nth chat
     request gets 503), `reasoning` (None | 'inline' | 'field': a <think> block in content, or reasoning_content),
-    `usage` (False: omit it), `models` (served names; another name gets vLLM's 404)."""
+    `usage` (False: omit it), `models` (served names; another name gets vLLM's 404), `embed_fault` (None | 'drop': one
+    vector fewer than inputs | 'dim': input 1's vector is 5-dimensional), `refuse` (a set of request fields answered
+    with the HTTP 400 a real server sends: 'system' (a system message, Gemma on vLLM), 'json_schema' (a
+    `response_format` of that type), 'max_tokens' (wants `max_completion_tokens`, OpenAI's o-series))."""
     protocol_version = "HTTP/1.1"
     def log_message(self, *a): pass
 
@@ -89,10 +113,15 @@ class _Stub(BaseHTTPRequestHandler):
         if self.path.endswith("/embeddings"):
             def vec(s):
                 v = np.random.default_rng(abs(hash(s)) % 2**32).normal(size=8); return v.tolist()
-            return self._send(200, json.dumps({"data": [{"index": i, "embedding": vec(s)} for i, s in enumerate(body["input"])]}).encode())
+            data = [{"index": i, "embedding": vec(s)} for i, s in enumerate(body["input"])]
+            if srv.embed_fault == "drop": data = data[:-1]
+            if srv.embed_fault == "dim" and len(data) > 1: data[1]["embedding"] = data[1]["embedding"][:5]
+            return self._send(200, json.dumps({"data": data}).encode())
         if not self.path.endswith("/chat/completions"): return self._send(404, b'{"error": "not found"}')
         if srv.models and body.get("model") not in srv.models:
             return self._send(404, json.dumps({"object": "error", "message": f"The model `{body.get('model')}` does not exist.", "type": "NotFoundError", "code": 404}).encode())
+        refused = _refused(srv.refuse, body)
+        if refused: return self._send(400, json.dumps(refused).encode())
         if fault and fault.startswith("http:"):
             code, *ra = fault.split(":")[1:]
             return self._send(int(code), b'{"error": "injected"}', headers=[("Retry-After", ra[0])] if ra else [])
@@ -115,6 +144,8 @@ class _Stub(BaseHTTPRequestHandler):
             j = msg["content"].find(st)
             if j >= 0: msg["content"] = msg["content"][:j]
         if fault == "null": msg["content"] = None
+        if fault == "empty": msg["content"] = ""
+        if fault == "special": msg["content"] = f"<|im_start|>assistant\n{msg['content']}<|im_end|>\n<|im_start|>user\nand more"
         if fault == "refusal": msg["content"], msg["refusal"] = None, "I can't help with that."
         if fault == "length": msg["content"], finish = text[: max(1, len(text) // 2)], "length"
         resp = {"choices": [{"index": 0, "message": msg, "finish_reason": finish}]}
@@ -135,6 +166,7 @@ def stub_server():
     srv.daemon_threads = True
     srv.requests, srv.fail_next, srv.respond, srv.faults, srv.fail_every = [], 0, None, [], 0
     srv.reasoning, srv.usage, srv.models, srv.n_chat, srv.lock = None, True, None, 0, threading.Lock()
+    srv.embed_fault, srv.refuse = None, set()
     t = threading.Thread(target=srv.serve_forever, daemon=True); t.start()
     srv.url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
     yield srv

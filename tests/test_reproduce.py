@@ -368,6 +368,18 @@ def test_a_second_reproduction_reuses_the_runs(done, fake_env):
     assert after == before                                          # nothing answered again
 
 
+def test_check_without_the_data_folder_says_which_datasets_cannot_load(tmp_path, monkeypatch):
+    "No benchmark data beside the clone: `--check` of the paper profile is refused naming each dataset, never 'parameters valid'."
+    monkeypatch.setenv("MEGRAG_KIT_DATA", str(tmp_path / "nowhere"))
+    with pytest.raises(ExperimentError, match="profile 'paper' needs datasets that cannot load: 2wikimultihopqa \\(.*does not exist"
+                       ".*musique.*MEGRAG_KIT_DATA"):
+        reproduce("paper", only=["cara_tables"], check=True, out=tmp_path / "o", progress=False)
+    r = CliRunner().invoke(app, ["reproduce", "--profile", "paper", "--check", "--only", "cara_tables", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 1 and "parameters valid" not in r.output and "2wikimultihopqa" in r.output, r.output
+    assert reproduce("demo", only=["cara_tables"], check=True, out=tmp_path / "o", progress=False)["cara_tables"]["notebook"] is None
+
+
+@needs_shared
 def test_check_validates_the_paper_profile_without_answering(tmp_path):
     "`reproduce --check` runs each notebook's parameter and check cells only: the paper profile (meant for a GPU) is valid, and a bad value fails naming it."
     d = reproduce("paper", check=True, out=tmp_path, progress=False)

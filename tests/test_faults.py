@@ -1,0 +1,354 @@
+"""Faults found by trying public bug reports of peer projects on the kit (issue 26): each case is a hand-made input
+that failed before its fix. Stub-server behaviours are in conftest.py (`_Stub`)."""
+import json, os, subprocess, sys, time
+from pathlib import Path
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+from megrag_kit.cli import app
+from megrag_kit.data import load_dataset
+from megrag_kit.index import ExtractedView, openie_prompt, parse_triples
+from megrag_kit.method import Resources, build_method
+from megrag_kit.models import (LLMCache, ModelCallError, OpenAIChatModel, OpenAIEmbedder, check_llm_options, load_llm,
+                               structured)
+from megrag_kit.reader import Reader
+from megrag_kit.runner import RunMismatchError, compare_runs, read_predictions, run
+from conftest import ScriptedLLM
+from fakes import HashEmbedder
+
+
+@pytest.fixture()
+def no_sleep(monkeypatch):
+    monkeypatch.setattr(time, "sleep", lambda s: None)
+
+
+def _questions(path: Path, qs: list[tuple[str, str, str]]):
+    "A 2Wiki-style questions file: (id, question, answer) each with a two-paragraph context naming the answer."
+    recs = [dict(_id=i, type="compositional", question=q, answer=a,
+                 context=[[f"{a} (place)", [f"{a} is a place in a country."]], ["Other", ["Something else entirely."]]],
+                 supporting_facts=[[f"{a} (place)", 0]]) for i, q, a in qs]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(recs))
+    return path
+
+
+# -- resume with changed input (graphrag #886)
+
+def test_resume_on_other_questions_under_the_same_ids_is_refused_naming_both_hashes(tmp_path):
+    a = _questions(tmp_path / "a" / "test.json", [("1", "Where is Lyon?", "France"), ("2", "Where is Kyoto?", "Japan")])
+    b = _questions(tmp_path / "b" / "test.json", [("1", "Where is Porto?", "Portugal"), ("2", "Where is Lima?", "Peru")])
+    da, db = load_dataset(str(a)), load_dataset(str(b))
+    assert da.name == db.name == "test"                                  # the name alone cannot tell them apart
+    llm = ScriptedLLM(lambda p: "x")
+    run(build_method("direct", {}, Resources(da, llm, None)), da, tmp_path / "r", show_progress=False)
+    with pytest.raises(RunMismatchError) as e:
+        run(build_method("direct", {}, Resources(db, llm, None)), db, tmp_path / "r", show_progress=False)
+    old = json.loads((tmp_path / "r" / "run.json").read_text())["inputs"]
+    assert old["questions"] in str(e.value) and "questions" in str(e.value)
+    assert [r["question"] for r in read_predictions(tmp_path / "r" / "predictions.jsonl")] == ["Where is Lyon?", "Where is Kyoto?"]
+    # a larger --limit over the same file still resumes (the hash is of the whole file, not of the questions answered)
+    run(build_method("direct", {}, Resources(da, llm, None)), da, tmp_path / "r2", limit=1, show_progress=False)
+    run(build_method("direct", {}, Resources(da, llm, None)), da, tmp_path / "r2", limit=2, show_progress=False)
+    assert len(read_predictions(tmp_path / "r2" / "predictions.jsonl")) == 2
+
+
+def test_an_answer_changing_option_is_part_of_the_run_identity(tmp_path):
+    ds = load_dataset("demo")
+    llm = ScriptedLLM(lambda p: "x")
+    run(build_method("direct", {}, Resources(ds, llm, None)), ds, tmp_path / "r", limit=1, show_progress=False,
+        manifest=dict(openie_backend="llm", llm_options={"timeout": 30.0}))
+    # a timeout does not change answers: the run resumes
+    run(build_method("direct", {}, Resources(ds, llm, None)), ds, tmp_path / "r", limit=2, show_progress=False,
+        manifest=dict(openie_backend="llm", llm_options={"timeout": 600.0, "max_retries": 9}))
+    with pytest.raises(RunMismatchError, match="openie_backend: 'llm' in the folder, 'parser' now"):
+        run(build_method("direct", {}, Resources(ds, llm, None)), ds, tmp_path / "r", limit=2, show_progress=False,
+            manifest=dict(openie_backend="parser", llm_options={"timeout": 30.0}))
+    with pytest.raises(RunMismatchError, match="llm_options.extra_body"):
+        run(build_method("direct", {}, Resources(ds, llm, None)), ds, tmp_path / "r", limit=2, show_progress=False,
+            manifest=dict(openie_backend="llm", llm_options={"extra_body": {"top_k": 1}}))
+
+
+def test_the_default_out_folder_differs_for_two_files_of_the_same_name(stub_server, tmp_path, monkeypatch):
+    a = _questions(tmp_path / "a" / "test.json", [("1", "Where is Lyon?", "France")])
+    b = _questions(tmp_path / "b" / "test.json", [("1", "Where is Porto?", "Portugal")])
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "direct", "--no-cache", "--llm", f"openai:{stub_server.url}#m"]
+    ra = CliRunner().invoke(app, args + ["--dataset", str(a)])
+    rb = CliRunner().invoke(app, args + ["--dataset", str(b)])
+    assert ra.exit_code == 0 and rb.exit_code == 0, (ra.output, rb.output)
+    assert "already answered" not in rb.output
+    folders = sorted(p for p in (tmp_path / "runs").iterdir())
+    assert len(folders) == 2
+    qs = sorted(read_predictions(f / "predictions.jsonl")[0]["question"] for f in folders)
+    assert qs == ["Where is Lyon?", "Where is Porto?"]
+
+
+# -- a leading newline (helm #3507)
+
+@pytest.mark.parametrize("reply", ["\n\nParis", "Answer:\nParis", "  \nAnswer: Paris\n"])
+def test_the_reader_finds_an_answer_after_a_leading_newline(reply):
+    (a, gens), = Reader(ScriptedLLM(lambda p: reply)).answer(["What is the capital of France?"], [["France\nParis is the capital."]])
+    assert a == "Paris", (reply, a, gens[0].text)
+
+
+def test_the_reader_still_reads_only_the_first_answer_line():
+    (a, _), = Reader(ScriptedLLM(lambda p: "Paris\nAnswer: London")).answer(["What is the capital of France?"], [["France\nParis."]])
+    assert a == "Paris"
+
+
+# -- a reply cut by the token limit (LightRAG #3601)
+
+PASSAGE = "Mount Kelda\nMount Kelda is a mountain located in the Solvik range."
+CUT = '{"triples": [["Mount Kelda", "located in", "Solvik ra'
+
+def _cut_in_half_at_solvik(body):
+    "A reply whose first half (what the stub's `length` fault keeps) ends inside the object 'Solvik ra'."
+    full = '{"triples": [["Mount Kelda", "located in", "Solvik range"]], "note": "'
+    full += "x" * (2 * len(CUT) - len(full) - 2) + '"}'
+    assert full[:len(full) // 2] == CUT
+    return full
+
+
+def test_a_truncated_openie_reply_is_retried_with_more_room_never_saved_as_a_record(stub_server, tmp_path):
+    stub_server.respond = _cut_in_half_at_solvik
+    stub_server.faults = ["length"]                         # the first reply is cut, the retry is whole
+    cache = LLMCache(tmp_path / "cache")
+    view = ExtractedView("triple", "t", OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=0), openie_prompt,
+                         parse_triples, [PASSAGE], tmp_path / "t.jsonl", decode=dict(max_new_tokens=64), show_progress=False)
+    view.extract([0])
+    assert view.items(0) == [("Mount Kelda", "located in", "Solvik range")]
+    sent = [b["max_tokens"] for _, b in stub_server.requests]
+    assert sent[0] == 64 and sent[1] > 64                    # retried with more room
+    rec = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
+    assert rec == [{"pid": 0, "triples": [["Mount Kelda", "located in", "Solvik range"]], "error": None}]
+    assert all(v["finish_reason"] != "length" for v in (cache._c[k] for k in cache._c.iterkeys()))
+
+
+def test_a_reply_truncated_every_time_is_recorded_as_truncated(stub_server, tmp_path):
+    stub_server.respond = _cut_in_half_at_solvik
+    stub_server.faults = ["length"] * 10
+    view = ExtractedView("triple", "t", OpenAIChatModel(stub_server.url, "m", cache=False, max_retries=0), openie_prompt,
+                         parse_triples, [PASSAGE], tmp_path / "t.jsonl", decode=dict(max_new_tokens=64), show_progress=False)
+    view.extract([0])
+    assert view.items(0) == [] and "truncated" in view.failures[0]
+    rec = json.loads((tmp_path / "t.jsonl").read_text())
+    assert rec["triples"] == [] and "truncated" in rec["error"]
+
+
+def test_an_unusable_openie_reply_is_not_cached(stub_server, tmp_path):
+    "Prose where JSON is asked: the passage's record says why, and the call cache holds nothing a re-run would reuse."
+    stub_server.respond = lambda body: "Sure! Mount Kelda is a mountain in the Solvik range."
+    cache = LLMCache(tmp_path / "cache")
+    view = ExtractedView("triple", "t", OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=0), openie_prompt,
+                         parse_triples, [PASSAGE], tmp_path / "t.jsonl", show_progress=False)
+    view.extract([0])
+    assert view.items(0) == [] and "no JSON" in view.failures[0] and stub_server.n_chat == 2 and len(cache) == 0
+
+
+def test_prose_to_a_schema_call_without_a_validator_is_not_cached(stub_server, tmp_path):
+    "A method that parses schema replies itself (CARA's agents) still never finds prose in the call cache."
+    cache = LLMCache(tmp_path / "c")
+    llm = OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=0)
+    schema = {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"]}
+    stub_server.respond = lambda body: "Sure! I would search for the director next."
+    (g,) = llm.generate(["Next action?"], json_schema=schema)
+    assert g.unparsed and len(cache) == 0
+    stub_server.respond = lambda body: '{"action": "GlobalSearch"}'
+    (g,) = llm.generate(["Next action?"], json_schema=schema)
+    assert not g.unparsed and len(cache) == 1
+    stub_server.respond = lambda body: "yes"                  # a bare option of an enum schema is an answer
+    (g,) = llm.generate(["Same country?"], json_schema={"enum": ["yes", "no"]})
+    assert not g.unparsed and len(cache) == 2
+
+
+def test_every_structured_call_treats_a_truncated_reply_as_a_failure(stub_server):
+    stub_server.respond = lambda body: '{"answer": "Paris is the capital of France", "why": "it says so"}'
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    stub_server.faults = ["length"] * 10
+    (v, gens), = structured(OpenAIChatModel(stub_server.url, "m", cache=False, max_retries=0), ["Capital of France?"], schema, max_new_tokens=16)
+    assert v is None and all(g.finish_reason == "length" and g.unparsed for g in gens) and len(gens) == 2
+    assert [b["max_tokens"] for _, b in stub_server.requests] == [16, 32]
+    stub_server.faults, stub_server.requests[:] = ["length"], []
+    (v, gens), = structured(OpenAIChatModel(stub_server.url, "m", cache=False, max_retries=0), ["Capital of France?"], schema, max_new_tokens=16)
+    assert v == {"answer": "Paris is the capital of France", "why": "it says so"} and [g.reask for g in gens] == [False, True]
+
+
+# -- an embedding endpoint that returns the wrong number of vectors (openai-python #576)
+
+@pytest.mark.parametrize("fault, says", [("drop", "2 vectors for 3 inputs"), ("dim", "dimension 5 for input 1, 8 expected")])
+def test_an_embedding_count_or_dimension_mismatch_is_an_error_naming_the_endpoint(stub_server, fault, says):
+    emb = OpenAIEmbedder(stub_server.url, "e", max_retries=0)
+    assert emb.encode(["a", "b", "c"]).shape == (3, 8)
+    stub_server.embed_fault = fault
+    with pytest.raises(ModelCallError, match=says) as e: emb.encode(["a", "b", "c"])
+    assert f"{stub_server.url}/embeddings" in str(e.value)
+
+
+# -- comparing runs over different questions
+
+def test_compare_refuses_runs_over_other_questions_naming_the_difference(tmp_path, monkeypatch):
+    import megrag_kit.cli as cli
+    monkeypatch.setitem(cli._STATE, "debug", False)          # an earlier test's --debug must not leak into this one
+    a = _questions(tmp_path / "a.json", [("1", "Where is Lyon?", "France"), ("2", "Where is Kyoto?", "Japan")])
+    b = _questions(tmp_path / "b.json", [("1", "Where is Porto?", "Portugal"), ("2", "Where is Kyoto?", "Japan")])
+    c = _questions(tmp_path / "c.json", [("1", "Where is Lyon?", "France"), ("3", "Where is Lima?", "Peru")])
+    for name, f in (("a", a), ("b", b), ("c", c)):
+        ds = load_dataset(str(f))
+        run(build_method("direct", {}, Resources(ds, ScriptedLLM(lambda p: "France"), None)), ds, tmp_path / name, show_progress=False)
+    with pytest.raises(ValueError, match="question 1 differs: 'Where is Lyon\\?' in a, 'Where is Porto\\?' in b"):
+        compare_runs(tmp_path / "a", tmp_path / "b")
+    r = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "c")])
+    assert r.exit_code != 0 and "only in a: 2" in r.output and "only in c: 3" in r.output and "n=" not in r.output, r.output
+    assert compare_runs(tmp_path / "a", tmp_path / "a")["f1"]["n"] == 2
+
+
+# -- request fields a server refuses
+
+@pytest.mark.parametrize("refuse, option, check", [
+    ("system", "system_role=false", lambda b: [m["role"] for m in b["messages"]] == ["user"] and b["messages"][0]["content"].startswith("Be brief.\n\n")),
+    ("json_schema", "response_format=none", lambda b: "response_format" not in b),
+    ("max_tokens", "max_tokens_field=max_completion_tokens", lambda b: "max_tokens" not in b and b["max_completion_tokens"] == 16),
+])
+def test_a_refused_request_field_names_the_llm_option_that_works_around_it(stub_server, refuse, option, check):
+    stub_server.refuse = {refuse}
+    stub_server.respond = lambda body: '{"answer": "Paris"}'
+    spec = f"openai:{stub_server.url}#m"
+    prompt = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Capital of France?"}]
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    with pytest.raises(ModelCallError, match=f"HTTP 400.*--llm-option {option}"):
+        structured(load_llm(spec, cache=False, max_retries=0), [prompt], schema, max_new_tokens=16)
+    name, _, value = option.partition("=")
+    llm = load_llm(spec, cache=False, max_retries=0, **check_llm_options(spec, {name: value}))
+    (v, _), = structured(llm, [prompt], schema, max_new_tokens=16)
+    assert v == {"answer": "Paris"} and check(stub_server.requests[-1][1])
+
+
+def test_prompt_changing_request_options_change_the_model_id(stub_server):
+    base = OpenAIChatModel(stub_server.url, "m", cache=False)
+    ids = {base.model_id, OpenAIChatModel(stub_server.url, "m", cache=False, system_role=False).model_id,
+           OpenAIChatModel(stub_server.url, "m", cache=False, response_format="none").model_id}
+    assert len(ids) == 3
+    assert OpenAIChatModel(stub_server.url, "m", cache=False, max_tokens_field="max_completion_tokens").model_id == base.model_id
+
+
+# -- a proxy in the environment and a server on loopback (llama_index #13526)
+
+def test_a_proxy_is_named_when_it_is_used_and_no_proxy_is_honoured(stub_server, monkeypatch, no_sleep):
+    for v in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")            # nothing listens there
+    with pytest.warns(RuntimeWarning, match="go through the proxy http://127.0.0.1:9 .from .HTTP_PROXY.; .*NO_PROXY=127.0.0.1"):
+        llm = OpenAIChatModel(stub_server.url, "m", cache=False, max_retries=0)
+    with pytest.raises(ModelCallError) as e: llm("hi")
+    msg = str(e.value)
+    assert "through the proxy http://127.0.0.1:9" in msg and "HTTP_PROXY" in msg and "NO_PROXY=127.0.0.1" in msg, msg
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    assert OpenAIChatModel(stub_server.url, "m", cache=False, max_retries=0)("hi").text == "echo: hi"
+
+
+# -- empty content and chat-template tokens in a reply
+
+def test_an_empty_reply_is_asked_again_and_kept_only_when_it_stays_empty(stub_server, no_sleep, tmp_path):
+    stub_server.faults = ["empty"]
+    cache = LLMCache(tmp_path / "c")
+    assert OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=2)("hi").text == "echo: hi"
+    assert stub_server.n_chat == 2
+    stub_server.faults = ["empty"] * 10
+    g = OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=2)("other")
+    assert g.text == "" and stub_server.n_chat == 5 and len(cache) == 1        # 3 attempts; the empty reply is not cached
+
+
+def test_chat_template_tokens_in_a_reply_are_cut(stub_server):
+    stub_server.faults = ["special"]
+    llm = OpenAIChatModel(stub_server.url, "m", cache=False)
+    assert llm("hi").text == "echo: hi"
+    stub_server.faults, stub_server.respond = ["special"], lambda body: "Paris"
+    (a, _), = Reader(llm).answer(["What is the capital of France?"], [["France\nParis."]])
+    assert a == "Paris"
+
+
+# -- a summary of a 10-passage ranking does not pass its recall@20 off as one
+
+def test_a_summary_marks_the_k_beyond_what_was_retrieved(tmp_path):
+    from megrag_kit.runner import format_summary
+    ds = load_dataset("demo")
+    s = run(build_method("native_rag", {"k": 3}, Resources(ds, ScriptedLLM(lambda p: "x"), HashEmbedder())), ds, tmp_path / "r",
+            limit=2, show_progress=False)
+    assert s["retrieved_depth"] == [3, 3] and s["k_beyond_retrieved"] == ["recall@5", "recall@10", "recall@20", "chain@5", "chain@10",
+                                                                          "chain@20", "hit@5", "hit@10", "hit@20"]
+    lines = {l.split()[0]: l for l in format_summary(s).splitlines() if l.strip()}
+    assert "K > the 3 passages retrieved" in lines["recall@20"] and "K > the" not in lines["recall@2"]
+
+
+# -- the fault-injection run, small: a faulty server, kill -9 mid-run, resume
+
+def test_a_small_fault_injection_run_loses_nothing_and_caches_no_failure(tmp_path, monkeypatch):
+    "benchmarks/bench_faults.py on 6 demo questions with direct: every kind of fault, a SIGKILL after 2 rows, resumes."
+    import importlib.util, io
+    spec = importlib.util.spec_from_file_location("bench_faults", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_faults.py")
+    bench = importlib.util.module_from_spec(spec); spec.loader.exec_module(bench)
+    srv = bench.start_stub(0.0, client_timeout=1.0, wall_s=600)
+    srv.p_faulty = 0.6
+    try: r = bench.one_method("direct", srv, tmp_path, "demo", 6, 3, 1.0, io.StringIO(), invoke=bench.in_process)
+    finally: srv.shutdown()
+    assert "error" not in r, r
+    assert (r["n"], r["lost"], r["dup"], r["bad_cache"], r["clean_failed"]) == (6, 0, 0, 0, 0), r
+    assert r["killed_after"] is not None and r["as_clean"] + r["differs"] + r["failed"] == 6 and sum(r["injected"].values()) >= 3, r
+    assert r["as_clean"] == 6 - r["failed"], r              # direct: every answered question as the clean run answered it
+    assert bench.instance({"type": "object", "properties": {"a": {"enum": ["x", "y"]}}, "required": ["a"]}, 3, ["W"]) in ({"a": "x"}, {"a": "y"})
+
+
+# -- progress that moves (a newcomer saw "OpenIE: 0/47" for 9.5 minutes)
+
+def test_a_heartbeat_redraws_a_bar_while_nothing_else_moves():
+    from megrag_kit.core import Heartbeat
+    class Bar:
+        disable, n = False, 0
+        def refresh(self): self.n += 1
+    bar = Bar()
+    with Heartbeat(bar, every=0.05):
+        t0 = time.time()
+        while bar.n < 3 and time.time() - t0 < 20: time.sleep(0.05)       # a loaded machine may be slow to schedule it
+    assert bar.n >= 3
+    with pytest.raises(ValueError, match="every must be > 0"): Heartbeat(bar, every=0)
+
+
+def test_extraction_starts_with_one_passage_so_the_bar_has_a_rate_soon(tmp_path):
+    sizes = []
+    class Counting(ScriptedLLM):
+        def _generate(self, messages, **params):
+            sizes.append(len(messages)); return super()._generate(messages, **params)
+    texts = [f"Place {i}\nPlace {i} is a town in Norway." for i in range(20)]
+    llm = Counting(lambda p: json.dumps({"triples": [[p.split("\n")[1], "is a", "town"]]}))
+    view = ExtractedView("triple", "t", llm, openie_prompt, parse_triples, texts, tmp_path / "t.jsonl", batch=8, show_progress=False)
+    view.extract(range(20))
+    assert sizes == [1, 2, 4, 8, 5] and len(view.extracted) == 20
+
+
+def test_the_runner_announces_the_calls_and_moves_with_every_llm_call(tmp_path, capsys):
+    ds = load_dataset("demo")
+    m = build_method("megrag", {"budget": 2}, Resources(ds, ScriptedLLM(lambda p: "x"), HashEmbedder()))
+    from megrag_kit.runner import _announce, estimate_calls
+    assert estimate_calls(m)[0] == 9
+    _announce(m, 30, m.res)
+    out = capsys.readouterr().out
+    assert "30 questions x up to 9 LLM calls" in out and "--openie-backend parser" in out and "OpenIE of up to 10 passages" in out
+    from megrag_kit.models import CostMeter
+    seen = []
+    with CostMeter(on_record=lambda phase, gens: seen.append((phase, len(gens)))): ScriptedLLM(lambda p: "x").generate(["a", "b"])
+    assert seen == [("answering", 2)]
+
+
+# -- a package shadowed by the clone folder
+
+def test_a_clone_folder_shadowing_the_package_gives_a_clear_error(tmp_path):
+    "From the clone's parent folder, `megrag_kit/` (the clone) is a namespace package; importing the kit says so."
+    (tmp_path / "megrag_kit").mkdir()
+    pkg = Path(__file__).resolve().parents[1] / "megrag_kit"
+    code = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', %r)]; sys.path.insert(0, %r)\n"
+            "import megrag_kit; megrag_kit.__path__.append(%r)\n"
+            "from megrag_kit.data import load_dataset") % (str(pkg.parent), str(tmp_path), str(pkg))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode != 0 and "TypeError" not in r.stderr, r.stderr[-2000:]
+    assert "namespace package" in r.stderr and str(tmp_path / "megrag_kit") in r.stderr, r.stderr[-2000:]
