@@ -5,7 +5,7 @@
 # %% ../nbs/40_distill.ipynb #c953b167
 from __future__ import annotations
 import gzip, hashlib, json, math, os, random, re, resource, shutil, time
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass, asdict, fields as dc_fields
 from pathlib import Path
 from .core import DataError, Question, cache_dir, stable_hash, set_seed
 from .data import DATASETS, load_dataset, load_contexts, load_hipporag, shared_data_dir
@@ -17,9 +17,10 @@ from .models import HFChatModel, load_llm, model_identity, smollm2_path
 
 # %% auto #0
 __all__ = ['TRAINING_SETS', 'DISTILL_DEFAULTS', 'target_text', 'serialize', 'load_training', 'norm_question', 'eval_questions',
-           'check_disjoint', 'gold_hops', 'gold_selection', 'gold_examples', 'node_target', 'trace_examples',
-           'teacher_examples', 'distill_config', 'collect', 'same_header', 'collection_counts', 'read_examples',
-           'TrainConfig', 'data_hash', 'train', 'adapter_hash', 'load_student']
+           'check_disjoint', 'gold_hops', 'answer_hop', 'gold_selection', 'gold_examples', 'node_target',
+           'trace_examples', 'teacher_examples', 'distill_config', 'collect', 'same_header', 'distill_sets',
+           'collection_counts', 'read_examples', 'TrainConfig', 'data_hash', 'lora_targets', 'serialize_examples',
+           'train', 'adapter_hash', 'load_student']
 
 # %% ../nbs/40_distill.ipynb #de197980
 def target_text(o: dict) -> str:
@@ -107,6 +108,12 @@ def gold_hops(q: Question) -> list[tuple[str, str]]:
     if q.evidence_triples: return [(f"What is the {r} of {s}?", o) for s, r, o in q.evidence_triples]
     return []
 
+def answer_hop(q: Question) -> list[tuple[str, str]]:
+    """`[(question, answer)]`: a question with supporting facts but no decomposition (HotpotQA) as one step whose
+    answer a candidate must contain; `[]` without gold passages or for a yes/no answer (no candidate states it)."""
+    if not q.gold_pids or not q.answers or normalize_answer(q.answers[0]) in ("yes", "no", ""): return []
+    return [(q.question, q.answers[0])]
+
 def _contains(text: str, answer: str) -> bool:
     a = normalize_answer(answer)
     return bool(a) and f" {a} " in f" {normalize_answer(text)} "
@@ -125,12 +132,12 @@ def _relation(next_query: str, b: str) -> str:
 def gold_examples(m: MEGRAG, qs: list[Question]) -> list[dict]:
     """Gold-teacher records for questions `qs` with method `m` (a `policy=single` MEGRAG over the questions' store):
     one `{qid, kept, reason, f1, steps, examples}` per question, each example `{qid, step, kind, messages, target}`
-    (`kind`: `trajectory` or `hop`). Runs the steps of all questions in lock-step, one retrieval batch per step."""
+    (`kind`: `trajectory` or `hop`). The hops are `gold_hops`, else `answer_hop` (one step). Runs the steps of all questions in lock-step, one retrieval batch per step."""
     cfg = m.config
-    hops = {q.qid: gold_hops(q) for q in qs}
+    hops = {q.qid: gold_hops(q) or answer_hop(q) for q in qs}
     recs = {q.qid: dict(qid=q.qid, question=q.question, kept=True, reason="", f1=1.0, steps=len(hops[q.qid]), examples=[]) for q in qs}
     for q in qs:
-        if not hops[q.qid]: recs[q.qid].update(kept=False, reason="no gold decomposition or evidence triples")
+        if not hops[q.qid]: recs[q.qid].update(kept=False, reason="no gold decomposition, evidence triples or answer-bearing support")
         elif len(hops[q.qid]) > cfg.budget: recs[q.qid].update(kept=False, reason=f"{len(hops[q.qid])} hops > budget {cfg.budget}")
     graphs = {q.qid: EvidenceGraph(q.question) for q in qs}
     active = [q for q in qs if recs[q.qid]["kept"]]
@@ -159,8 +166,9 @@ def gold_examples(m: MEGRAG, qs: list[Question]) -> list[dict]:
             hop_q = Question(f"{q.qid}#hop{step}", sub, [b])
             hop_o = {"level": level, "selected": ids, **dict(o, stop=True, answer=b, missing="none", next_query="", relation="")}
             if not m.with_relation: hop_o.pop("relation")
-            recs[q.qid]["examples"].append(dict(qid=q.qid, step=step, kind="hop", messages=m.policy_prompt(hop_q, sub, EvidenceGraph(sub), cands),
-                                                target=target_text(hop_o)))
+            if sub != q.question:    # a one-step question (answer_hop) is its own hop example
+                recs[q.qid]["examples"].append(dict(qid=q.qid, step=step, kind="hop", target=target_text(hop_o),
+                                                    messages=m.policy_prompt(hop_q, sub, EvidenceGraph(sub), cands)))
             n = Node(step, query, level, {gg: [list(u) for u in us] for gg, us in cands.of(level).items()}, retrieved=[p for p, _ in h])
             for kk in ("intermediate_answer", "resolved_path", "answer", "missing", "next_query", "relation"): setattr(n, kk, o.get(kk, ""))
             n.stop, n.evidence = o["stop"], {gg: [[u, t] for u, t in us if u in ids] for gg, us in cands.of(level).items() if any(u in ids for u, _ in us)}
@@ -203,10 +211,14 @@ def teacher_examples(m: MEGRAG, qs: list[Question], min_f1: float = 0.5) -> list
     return recs
 
 # %% ../nbs/40_distill.ipynb #7e87391a
-DISTILL_DEFAULTS = dict(policy="single", n_p=3, n_s=8, n_t=8, max_selected=4)
+DISTILL_DEFAULTS = dict(policy="single", n_p=3, n_s=8, n_t=8, max_selected=4, shots=0, passage_chars=300, sentence_chars=160)
 
 def distill_config(params: dict | None = None) -> MEGRAGConfig:
-    "The MEGRAG configuration of distillation: `policy=single` with small candidate sets (`DISTILL_DEFAULTS`) unless `params` say otherwise."
+    """The MEGRAG configuration of distillation, the same in collection, training and student inference: `policy=single`
+    with small candidate sets, no worked examples (`shots=0`: the student learns the task itself, and a 135M model
+    copies a worked example's entities) and candidates cut to `passage_chars` / `sentence_chars` characters (ids kept),
+    `DISTILL_DEFAULTS`, unless `params` say otherwise. Run the student (and the base model's w/o-SFT row) with the same
+    `--set` values (`distill_sets`)."""
     cfg = MEGRAGConfig.from_dict({**DISTILL_DEFAULTS, **(params or {})}, owner="distill")
     if cfg.policy != "single": raise DataError("distillation trains the single policy: policy must be single")
     return cfg
@@ -258,8 +270,14 @@ def same_header(old: dict, new: dict) -> bool:
     """Whether a file collected under header `old` can be continued under `new`: the same teacher, dataset and filter,
     and the same configuration, where a parameter the old header lacks (added to the kit since) has its default."""
     if {k: v for k, v in old.items() if k != "config"} != {k: v for k, v in new.items() if k != "config"}: return False
-    oc, nc, dflt = old.get("config", {}), new.get("config", {}), distill_config().to_dict()
+    oc, nc = old.get("config", {}), new.get("config", {})
+    dflt = {f.name: f.default for f in dc_fields(MEGRAGConfig)}   # what a parameter the kit lacked then amounted to
     return all(nc.get(k) == v for k, v in oc.items()) and all(nc[k] == dflt.get(k) for k in nc if k not in oc)
+
+def distill_sets(params: dict | None = None) -> list[str]:
+    "The `--set name=value` arguments of `run megrag` that reproduce `distill_config(params)` (the student's inference procedure)."
+    d, base = distill_config(params).to_dict(), MEGRAGConfig().to_dict()
+    return [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in d.items() if base.get(k) != v]
 
 def collection_counts(path) -> dict:
     "Counts of a collected file: questions, kept, dropped, examples (trajectory / hop) and the drop reasons (their first words)."
@@ -277,17 +295,22 @@ def read_examples(*paths) -> list[dict]:
 # %% ../nbs/40_distill.ipynb #d91360c6
 @dataclass
 class TrainConfig:
-    "Hyperparameters of `train` (defaults sized for a CPU: a small rank, short sequences)."
+    """Hyperparameters of `train`, defaults chosen from `benchmarks/bench_distill.py` on a 2-core CPU: `steps` optimizer
+    steps of `batch` examples, AdamW at `lr`; LoRA of rank `rank` (scale `alpha`) on the attention projections of the
+    top `layers` decoder layers (0: all); sequences over `max_len` tokens left out and counted; `val_frac` of the
+    questions held out, their loss reported after every epoch; a checkpoint every `save_every` steps; `bf16`: bf16
+    autocast of the forward pass (the LoRA weights and optimizer stay fp32)."""
     steps: int = 200
     batch: int = 4
     lr: float = 2e-4
     rank: int = 8
     alpha: int = 16
-    max_len: int = 1536
+    max_len: int = 1024
     val_frac: float = 0.1
     save_every: int = 25
     seed: int = 0
-    bf16: bool = False
+    bf16: bool = True
+    layers: int = 0
 
 def _split(examples, val_frac):
     "`(train, validation)` by question: a question id whose hash falls below `val_frac` sends all its examples to validation."
@@ -307,6 +330,7 @@ def _base_path(student: str) -> Path:
     return p
 
 def _batch_loss(model, tok, seqs, bf16=False):
+    "Mean cross-entropy of the output tokens of `seqs` (right-padded to the longest), bf16 autocast when `bf16`."
     import torch
     n = max(len(s["input_ids"]) for s in seqs)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
@@ -316,12 +340,44 @@ def _batch_loss(model, tok, seqs, bf16=False):
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
         return model(input_ids=ids, attention_mask=att, labels=lab).loss
 
+def _batches(tr: list[dict], steps: int, batch: int, seed: int) -> list[list[int]]:
+    """`steps` batches of indices into `tr`: epochs of a seeded shuffle, each cut into windows of `8 * batch` examples
+    sorted by length (little padding), the batches of an epoch in a seeded order. Deterministic in `seed`."""
+    rng, out = random.Random(seed), []
+    while len(out) < steps:
+        idx = list(range(len(tr))); rng.shuffle(idx)
+        ep = []
+        for w in range(0, len(idx), 8 * batch):
+            win = sorted(idx[w:w + 8 * batch], key=lambda i: len(tr[i]["input_ids"]))
+            ep += [win[b:b + batch] for b in range(0, len(win), batch)]
+        rng.shuffle(ep); out += ep
+    return out[:steps]
+
+def lora_targets(model, layers: int = 0) -> list[str]:
+    "Module names of the attention projections (`q_proj k_proj v_proj o_proj`) of the top `layers` decoder layers (0: all)."
+    n = model.config.num_hidden_layers
+    keep = range(n - layers, n) if layers else range(n)
+    return [name for name, _ in model.named_modules() if name.split(".")[-1] in ("q_proj", "k_proj", "v_proj", "o_proj")
+            and any(f".layers.{i}." in name for i in keep)]
+
+def serialize_examples(tok, examples: list[dict], max_len: int) -> tuple[list[dict], list[str]]:
+    "`(sequences that fit max_len, ids 'qid:step:kind' of those that do not)`: `serialize` of each example, none silently lost."
+    seqs, long = [], []
+    for e in examples:
+        s = dict(serialize(tok, e["messages"], e["target"]), qid=e["qid"])
+        if len(s["input_ids"]) <= max_len: seqs.append(s)
+        else: long.append(f"{e['qid']}:{e['step']}:{e['kind']}")
+    return seqs, long
+
 def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = None, progress: bool = True) -> dict:
     """Fine-tune a LoRA adapter of `student` on collected examples (`data`: one path or a list), loss on the output
-    tokens only (MEGRAG paper, Eq. 9). Writes the adapter and `manifest.json` to `out`; resumes from
-    `out/checkpoint` when one exists for the same data and hyperparameters. Returns the manifest.
+    tokens only (MEGRAG paper, §"Graph Construction Distillation", Eq. 9). Writes the adapter and `manifest.json` to
+    `out`; resumes from `out/checkpoint` when one exists for the same data and hyperparameters. A progress bar shows
+    the loss and the time left; the held-out validation loss (token-weighted mean over the validation examples) is
+    computed after every epoch and at the end (`val_losses`: `[[step, loss]]`). Examples longer than `max_len` tokens
+    are left out, counted (`too_long`) and named (`too_long_ids`), with a warning. Returns the manifest.
     `ValueError` when no example fits `max_len`; `DataError` for a checkpoint of other data or hyperparameters."""
-    import torch
+    import torch, warnings
     from peft import LoraConfig, get_peft_model, set_peft_model_state_dict, get_peft_model_state_dict
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from tqdm.auto import tqdm
@@ -329,9 +385,11 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     paths = [data] if isinstance(data, (str, Path)) else list(data)
     base = _base_path(student)
     tok = AutoTokenizer.from_pretrained(base)
-    seqs_all = [dict(serialize(tok, e["messages"], e["target"]), qid=e["qid"]) for e in read_examples(*paths)]
-    seqs = [s for s in seqs_all if len(s["input_ids"]) <= cfg.max_len]
+    examples = read_examples(*paths)
+    seqs, long = serialize_examples(tok, examples, cfg.max_len)
     if not seqs: raise ValueError(f"no example of {paths} fits max_len={cfg.max_len} tokens")
+    if long: warnings.warn(f"{len(long)} of {len(examples)} examples are longer than max_len={cfg.max_len} tokens and are left out "
+                           f"(first: {', '.join(long[:5])}); raise --max-len or cut the candidates (passage_chars, sentence_chars)")
     tr, va = _split(seqs, cfg.val_frac)
     if not tr: tr, va = va, []
     identity = model_identity(f"hf:{base.name}" if student not in ("smollm2-135m", "smollm2") else "smollm2-135m-instruct-q4_1", base,
@@ -339,51 +397,57 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     key = dict(base=identity, data_sha256=data_hash(paths), hyperparameters=asdict(cfg))
     set_seed(cfg.seed); torch.manual_seed(cfg.seed)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    model = get_peft_model(model, LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=0.0, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+    model = get_peft_model(model, LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=0.0, target_modules=lora_targets(model, cfg.layers),
                                              task_type="CAUSAL_LM"))
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr)
-    ck, step, losses, secs = out / "checkpoint", 0, [], 0.0
+    ck, step, losses, secs, vals = out / "checkpoint", 0, [], 0.0, []
     if (ck / "state.json").exists():
         st = json.loads((ck / "state.json").read_text())
         if st["key"] != key: raise DataError(f"{ck} belongs to another run ({st['key']}); use another --out", file=ck)
         from safetensors.torch import load_file
         set_peft_model_state_dict(model, load_file(ck / "adapter.safetensors"))
         opt.load_state_dict(torch.load(ck / "optimizer.pt", weights_only=True))
-        step, losses, secs = st["step"], st["losses"], st["seconds"]
-    order = random.Random(cfg.seed)
-    perm = []
-    while len(perm) < cfg.steps * cfg.batch:
-        idx = list(range(len(tr))); order.shuffle(idx); perm += idx
-    model.train()
-    bar = tqdm(total=cfg.steps, initial=step, desc="distill train", disable=not progress)
+        step, losses, secs, vals = st["step"], st["losses"], st["seconds"], st.get("val_losses", [])
+    plan = _batches(tr, cfg.steps, cfg.batch, cfg.seed)
+    epoch_steps = math.ceil(len(tr) / cfg.batch)
+    def validate():
+        model.eval()
+        with torch.no_grad():
+            v = [(_batch_loss(model, tok, [s], cfg.bf16).item(), sum(x != -100 for x in s["labels"])) for s in va]
+        model.train()
+        return round(sum(l * n for l, n in v) / sum(n for _, n in v), 4) if v else None
     def save():
         from safetensors.torch import save_file
         tmp = out / f"checkpoint.tmp{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
         save_file({k: v.contiguous() for k, v in get_peft_model_state_dict(model).items()}, tmp / "adapter.safetensors")
         torch.save(opt.state_dict(), tmp / "optimizer.pt")
-        (tmp / "state.json").write_text(json.dumps(dict(key=key, step=step, losses=losses, seconds=secs)))
+        (tmp / "state.json").write_text(json.dumps(dict(key=key, step=step, losses=losses, seconds=secs, val_losses=vals)))
         if ck.exists(): shutil.rmtree(ck)
         tmp.rename(ck)
+    model.train()
+    bar = tqdm(total=cfg.steps, initial=step, desc=f"distill train ({len(tr)} examples, {epoch_steps} steps/epoch)", disable=not progress)
     while step < cfg.steps:
         t0 = time.perf_counter()
-        batch = [tr[i] for i in perm[step * cfg.batch:(step + 1) * cfg.batch]]
-        loss = _batch_loss(model, tok, batch, cfg.bf16)
+        loss = _batch_loss(model, tok, [tr[i] for i in plan[step]], cfg.bf16)
         opt.zero_grad(); loss.backward(); opt.step()
         step += 1; losses.append(round(loss.item(), 4)); secs += time.perf_counter() - t0
-        bar.update(1); bar.set_postfix(loss=f"{loss.item():.3f}")
+        post = dict(loss=f"{sum(losses[-10:]) / len(losses[-10:]):.3f}")
+        if va and (step % epoch_steps == 0 or step == cfg.steps):
+            vals.append([step, validate()]); post["val"] = f"{vals[-1][1]:.3f}"
+            if progress: tqdm.write(f"step {step} (epoch {step / epoch_steps:.2f}): validation loss {vals[-1][1]:.4f}")
+        bar.update(1); bar.set_postfix(post)
         if step % cfg.save_every == 0 or step == cfg.steps: save()
     bar.close()
-    model.eval()
-    with torch.no_grad():
-        val = [(_batch_loss(model, tok, [s], cfg.bf16).item(), sum(x != -100 for x in s["labels"])) for s in va]
-    val_loss = sum(l * n for l, n in val) / sum(n for _, n in val) if val else None
+    val_loss = vals[-1][1] if vals and vals[-1][0] == step else validate()
     model.save_pretrained(out)
-    man = dict(key, adapter_sha256={f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(out.glob("adapter_*"))},
-               data=[str(p) for p in paths], examples=len(seqs_all), too_long=len(seqs_all) - len(seqs), train_examples=len(tr),
-               val_examples=len(va), steps=step, train_loss_first=losses[0], train_loss_last10=round(sum(losses[-10:]) / len(losses[-10:]), 4),
-               losses=losses, val_loss=None if val_loss is None else round(val_loss, 4), seconds=round(secs, 1),
-               s_per_step=round(secs / max(step, 1), 3), peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
+    man = dict(key, adapter_sha256=adapter_hash(out), data=[str(p) for p in paths], examples=len(examples), too_long=len(long),
+               too_long_ids=long, train_examples=len(tr), val_examples=len(va), train_questions=len({s["qid"] for s in tr}),
+               val_questions=len({s["qid"] for s in va}), tokens_mean=round(sum(len(s["input_ids"]) for s in seqs) / len(seqs), 1),
+               target_tokens_mean=round(sum(len(s["input_ids"]) - s["n_prompt"] for s in seqs) / len(seqs), 1), steps=step,
+               epochs=round(step / epoch_steps, 2), train_loss_first=losses[0], train_loss_last10=round(sum(losses[-10:]) / len(losses[-10:]), 4),
+               losses=losses, val_losses=vals, val_loss=val_loss, seconds=round(secs, 1), s_per_step=round(secs / max(step, 1), 3),
+               threads=torch.get_num_threads(), peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
     (out / "manifest.json").write_text(json.dumps(man, indent=1))
     return man
 

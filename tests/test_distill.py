@@ -228,3 +228,82 @@ def test_model_teacher_examples_are_the_prompts_the_policy_saw(demo, root):
     p2 = Policy([single("T", ["t0.0"], ans="certainly not the answer")])
     (r2,) = teacher_examples(_method(demo, p2, root), [q1])
     assert not r2["kept"] and r2["examples"] == [] and r2["reason"].startswith("final F1 0.00 < 0.5")
+
+
+def test_student_prompt_has_no_worked_example_and_cuts_candidates_keeping_ids(demo, root):
+    "The distillation configuration's prompt: system + the question only, every candidate line kept with its id, long texts cut."
+    from transformers import AutoTokenizer
+    from megrag_kit.megrag import Candidates, single_prompt
+    from megrag_kit.models import smollm2_path
+    cfg = distill_config()
+    assert (cfg.shots, cfg.passage_chars, cfg.sentence_chars) == (0, 300, 160)
+    m = MEGRAG(cfg, Resources(demo, llm=Policy([]), embedder=HashEmbedder(), store_root=root))
+    q = demo.questions[0]
+    long_p = "A Title\n" + " ".join(f"w{i}" for i in range(200))
+    c = Candidates([("p0", long_p), ("p1", "Short\nshort text")], [("s0.0", "x " * 120), ("s0.1", "fine")], [("t0.0", "a | b | c")])
+    msgs = m.policy_prompt(q, q.question, EvidenceGraph(q.question), c)
+    assert [x["role"] for x in msgs] == ["system", "user"] and "Polish-Russian" not in msgs[-1]["content"]
+    lines = msgs[-1]["content"].split("\n")
+    p0 = next(x for x in lines if x.startswith("[p0] "))
+    assert len(p0) <= len("[p0] ") + 300 and p0.endswith("...") and p0.startswith("[p0] A Title: w0 w1")
+    assert "[p1] Short: short text" in lines and "[s0.1] fine" in lines and "[t0.0] a | b | c" in lines
+    assert next(x for x in lines if x.startswith("[s0.0] ")).endswith("...")
+    # the same prompt, token for token, is the training sequence's prefix
+    tok = AutoTokenizer.from_pretrained(smollm2_path())
+    s = serialize(tok, msgs, single("P", ["p0"], ans="w1"))
+    assert s["input_ids"][:s["n_prompt"]] == tok(tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False),
+                                                 add_special_tokens=False)["input_ids"]
+    full = single_prompt(q.question, q.question, "none", c.of("T+S+P"))
+    assert len(full) == 6 and " ".join(f"w{i}" for i in range(200)) in full[-1]["content"]     # the usual prompt: 2 shots, whole texts
+
+
+def test_too_long_examples_are_counted_and_named_not_dropped_silently():
+    from transformers import AutoTokenizer
+    from megrag_kit.distill import serialize_examples
+    from megrag_kit.models import smollm2_path
+    tok = AutoTokenizer.from_pretrained(smollm2_path())
+    ex = lambda qid, n: dict(qid=qid, step=1, kind="hop", messages=[{"role": "user", "content": "word " * n}], target='{"a": 1}')
+    seqs, long = serialize_examples(tok, [ex("a", 5), ex("b", 400), ex("c", 10)], 100)
+    assert [s["qid"] for s in seqs] == ["a", "c"] and long == ["b:1:hop"]
+
+
+def test_answer_hop_makes_a_one_step_example_of_a_supported_question_but_not_of_yes_no():
+    from megrag_kit.distill import answer_hop
+    assert answer_hop(Question("h1", "Which city is X in?", ["Paris"], gold_pids=[3, 4])) == [("Which city is X in?", "Paris")]
+    assert answer_hop(Question("h2", "Are X and Y both French?", ["yes"], gold_pids=[3, 4])) == []
+    assert answer_hop(Question("h3", "Which city is X in?", ["Paris"])) == []
+    q = Question("m", "Who?", ["B"], decomposition=[{"question": "Who is A?", "answer": "B"}])
+    assert gold_hops(q) == [("Who is A?", "B")]
+
+
+def test_batches_are_seeded_length_sorted_and_cover_each_epoch():
+    from megrag_kit.distill import _batches
+    tr = [dict(input_ids=[0] * n) for n in (5, 50, 6, 51, 7, 52, 8, 53, 9, 54)]
+    a, b = _batches(tr, 7, 2, 0), _batches(tr, 7, 2, 0)
+    assert a == b and a != _batches(tr, 7, 2, 1) and len(a) == 7
+    assert sorted(i for bt in a[:5] for i in bt) == list(range(10))      # epoch 1: every example once
+    assert all(abs(len(tr[x]["input_ids"]) - len(tr[y]["input_ids"])) < 45 for x, y in a[:5])   # short with short: 8*batch window sorted
+
+
+def test_lora_targets_of_the_top_layers_only():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from megrag_kit.distill import lora_targets
+    m = LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=5, num_attention_heads=2,
+                                     num_key_value_heads=2))
+    assert len(lora_targets(m)) == 20 and len(lora_targets(m, 2)) == 8
+    assert all(".layers.3." in n or ".layers.4." in n for n in lora_targets(m, 2))
+
+
+def test_adapter_hash_is_deterministic_and_sensitive_to_every_byte(tmp_path):
+    from megrag_kit.distill import adapter_hash
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir(); (tmp_path / d / "adapter_config.json").write_text('{"r": 8}')
+        (tmp_path / d / "adapter_model.safetensors").write_bytes(bytes(range(256)))
+    assert adapter_hash(tmp_path / "a") == adapter_hash(tmp_path / "b") == adapter_hash(tmp_path / "a")
+    (tmp_path / "b" / "adapter_model.safetensors").write_bytes(bytes(range(255)) + b"\x00")
+    assert adapter_hash(tmp_path / "a") != adapter_hash(tmp_path / "b")
+    (tmp_path / "b" / "manifest.json").write_text("{}")         # the manifest is not part of the adapter's identity
+    (tmp_path / "a" / "manifest.json").write_text('{"x": 1}')
+    (tmp_path / "b" / "adapter_model.safetensors").write_bytes(bytes(range(256)))
+    assert adapter_hash(tmp_path / "a") == adapter_hash(tmp_path / "b")
+    with pytest.raises(FileNotFoundError): adapter_hash(tmp_path)
