@@ -16,11 +16,11 @@ from .method import Resources
 from .models import HFChatModel, load_llm, model_identity, smollm2_path
 
 # %% auto #0
-__all__ = ['TRAINING_SETS', 'DISTILL_DEFAULTS', 'target_text', 'serialize', 'load_training', 'norm_question', 'eval_questions',
-           'check_disjoint', 'gold_hops', 'answer_hop', 'gold_selection', 'gold_examples', 'node_target',
-           'trace_examples', 'teacher_examples', 'distill_config', 'collect', 'same_header', 'distill_sets',
-           'collection_counts', 'read_examples', 'TrainConfig', 'data_hash', 'lora_targets', 'serialize_examples',
-           'train', 'adapter_hash', 'load_student']
+__all__ = ['TRAINING_SETS', 'DISTILL_DEFAULTS', 'DEFAULT_DATA', 'STUDENT_DIR', 'target_text', 'serialize', 'load_training',
+           'norm_question', 'eval_questions', 'check_disjoint', 'gold_hops', 'answer_hop', 'gold_selection',
+           'gold_examples', 'node_target', 'trace_examples', 'teacher_examples', 'distill_config', 'collect',
+           'same_header', 'distill_sets', 'collection_counts', 'read_examples', 'TrainConfig', 'data_hash',
+           'lora_targets', 'serialize_examples', 'train', 'adapter_hash', 'load_student', 'shipped_student']
 
 # %% ../nbs/40_distill.ipynb #de197980
 def target_text(o: dict) -> str:
@@ -291,6 +291,7 @@ def collection_counts(path) -> dict:
 def read_examples(*paths) -> list[dict]:
     "Every example of collected files, in file order (a dropped question holds only the one-step examples of its grounded hops)."
     return [e for p in paths for r in read_jsonl(p) if "qid" in r for e in r["examples"]]
+DEFAULT_DATA = tuple(f"runs/distill/gold-{d}-parser.jsonl" for d in ("musique-train", "hotpotqa-train", "2wiki-dev"))
 
 # %% ../nbs/40_distill.ipynb #d91360c6
 @dataclass
@@ -441,7 +442,13 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     bar.close()
     val_loss = vals[-1][1] if vals and vals[-1][0] == step else validate()
     model.save_pretrained(out)
-    man = dict(key, adapter_sha256=adapter_hash(out), data=[str(p) for p in paths], examples=len(examples), too_long=len(long),
+    by_source = {}
+    for p in paths:
+        hdr = next((r["header"] for r in read_jsonl(p) if "header" in r), {})
+        c = collection_counts(p)
+        by_source[hdr.get("dataset", Path(p).name)] = {k: c[k] for k in ("questions", "kept", "examples", "trajectory_examples", "hop_examples")}
+    man = dict(key, adapter_sha256=adapter_hash(out), data=[str(p) for p in paths], examples_by_source=by_source,
+               examples=len(examples), too_long=len(long),
                too_long_ids=long, train_examples=len(tr), val_examples=len(va), train_questions=len({s["qid"] for s in tr}),
                val_questions=len({s["qid"] for s in va}), tokens_mean=round(sum(len(s["input_ids"]) for s in seqs) / len(seqs), 1),
                target_tokens_mean=round(sum(len(s["input_ids"]) - s["n_prompt"] for s in seqs) / len(seqs), 1), steps=step,
@@ -473,3 +480,14 @@ def load_student(spec: str, device: str = "auto", **kw) -> HFChatModel:
     m.model = PeftModel.from_pretrained(m.model, path).merge_and_unload().eval()
     m.model_id, m.openie_llm, m.adapter = f"{m.model_id}+lora@{h[:12]}", openie, str(Path(path).resolve())
     return m
+import importlib.util
+STUDENT_DIR = Path(importlib.util.find_spec("megrag_kit").origin).parent / "data" / "students" / "smollm2-135m-gold"   # shipped
+
+def shipped_student(llm: str = "smollm2-135m") -> str | None:
+    """The spec `BASE+lora:FOLDER` of the student adapter shipped with the kit (`STUDENT_DIR`: trained by
+    `megrag-kit distill train` on the gold-teacher examples, its `manifest.json` beside it) when `llm` is the base it was
+    trained from (`smollm2-135m`; the folder relative to the working directory when inside it), else `None`; `None` too when the package has no adapter files."""
+    if llm not in ("smollm2-135m", "smollm2") or not (STUDENT_DIR / "adapter_model.safetensors").exists(): return None
+    try: d = STUDENT_DIR.relative_to(Path.cwd().resolve())      # inside the checkout: the same run key in every clone
+    except ValueError: d = STUDENT_DIR
+    return f"smollm2-135m+lora:{d}"

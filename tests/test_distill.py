@@ -307,3 +307,39 @@ def test_adapter_hash_is_deterministic_and_sensitive_to_every_byte(tmp_path):
     (tmp_path / "b" / "adapter_model.safetensors").write_bytes(bytes(range(256)))
     assert adapter_hash(tmp_path / "a") == adapter_hash(tmp_path / "b")
     with pytest.raises(FileNotFoundError): adapter_hash(tmp_path)
+
+
+def _tables_cells(**given):
+    "The parameters and set-up cells of nbs/50_megrag_tables.ipynb run with `given` over the parameters: their namespace."
+    nb = json.loads((Path(__file__).parents[1] / "nbs" / "50_megrag_tables.ipynb").read_text())
+    code = {c.get("id"): "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"}
+    ns = {}
+    exec(code["d43fa94f"], ns); ns.update(given); exec(code["c80a18bb"], ns)
+    return ns
+
+
+def test_tables_notebook_uses_the_shipped_student_with_its_own_procedure(monkeypatch, tmp_path):
+    "Table 1's distilled row and Table 3's w/o-SFT row: the shipped adapter for its base, the student's procedure for both."
+    import megrag_kit.distill as D
+    from megrag_kit.distill import DISTILL_DEFAULTS
+    monkeypatch.setattr(D, "STUDENT_DIR", tmp_path)
+    ns = _tables_cells()
+    assert ns["student"] == "" and ns["params"]["student"] == ""                   # no adapter files: the rows say "not run"
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"x")
+    ns = _tables_cells()
+    assert ns["student"] == f"smollm2-135m+lora:{tmp_path}" and ns["student_base"] == "smollm2-135m"
+    assert ns["params"]["student"] == ns["student"]
+    assert ns["student_opts"] == {**ns["megrag"], **DISTILL_DEFAULTS} and ns["student_opts"]["shots"] == 0
+    ns = _tables_cells(llm="py:fakes:ScriptedPolicy")                              # another base: the shipped adapter does not apply
+    assert ns["student"] == ""
+    ns = _tables_cells(student="py:fakes:ScriptedPolicy", megrag={"n_p": 5, "budget": 2})
+    assert ns["student"] == "py:fakes:ScriptedPolicy" and ns["student_opts"]["budget"] == 2 and ns["student_opts"]["n_p"] == 3
+
+
+def test_shipped_student_adapter_and_manifest_are_in_the_package():
+    from megrag_kit.distill import STUDENT_DIR, adapter_hash, shipped_student
+    if not (STUDENT_DIR / "adapter_model.safetensors").exists(): pytest.skip("no shipped adapter in this checkout")
+    man = json.loads((STUDENT_DIR / "manifest.json").read_text())
+    assert man["adapter_sha256"] == adapter_hash(STUDENT_DIR)                     # the files are the ones the manifest describes
+    assert man["base"].startswith("smollm2-135m-instruct-q4_1@") and man["val_loss"] is not None and man["examples_by_source"]
+    assert shipped_student().endswith(str(STUDENT_DIR.name)) and shipped_student("hf:/elsewhere") is None
