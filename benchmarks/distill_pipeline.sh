@@ -15,7 +15,7 @@ SETS=$(python -c 'from megrag_kit.distill import distill_sets; print(" ".join("-
 USUAL="--set policy=single --set n_p=3 --set n_s=8 --set n_t=8 --set max_selected=4"
 mkdir -p runs/distill benchmarks/results
 if [[ $STEP == all || $STEP == collect ]]; then
-  for ds in musique-train hotpotqa-train 2wiki-dev; do      # disjoint from every evaluation set (--drop-overlap drops and counts)
+  for ds in musique-train hotpotqa-train 2wiki-dev-150; do      # disjoint from every evaluation set (--drop-overlap drops and counts)
     mk distill collect --teacher gold --dataset $ds --batch-size 8 --openie-backend parser --drop-overlap --out runs/distill/gold-$ds-parser.jsonl
   done
 fi

@@ -11,7 +11,7 @@ from .core import DataError, Question, cache_dir, stable_hash, set_seed
 from .data import DATASETS, load_dataset, load_contexts, load_hipporag, shared_data_dir
 from .jsonl import JsonlAppender, read_jsonl
 from .metrics import f1_score, normalize_answer
-from .megrag import MEGRAG, MEGRAGConfig, Candidates, EvidenceGraph, Node, collect_candidates, LEVELS
+from .megrag import MEGRAG, MEGRAGConfig, Candidates, EvidenceGraph, Node, collect_candidates, cut_text, LEVELS
 from .method import Resources
 from .models import HFChatModel, load_llm, model_identity, smollm2_path
 
@@ -40,12 +40,13 @@ def serialize(tok, messages: list[dict], target: str) -> dict:
     return dict(input_ids=p + t, labels=[-100] * len(p) + t, n_prompt=len(p), text=prompt + target + tok.eos_token)
 
 # %% ../nbs/40_distill.ipynb #d8eb46c2
-def _two_wiki_dev(d: Path) -> Path:
-    "The sampled 2Wiki dev file (column-oriented pandas JSON) as plain records with `_id`, cached once as JSON Lines."
-    dest = cache_dir("distill") / "2wiki_dev_sampled.jsonl.gz"
+def _two_wiki_dev(d: Path, n: int | None = None) -> Path:
+    """The sampled 2Wiki dev file (column-oriented pandas JSON) as plain records with `_id`, cached once as JSON Lines;
+    with `n`, its first `n` records only (their own contexts make the corpus: a store a CPU builds in minutes)."""
+    dest = cache_dir("distill") / f"2wiki_dev_sampled{f'_first{n}' if n else ''}.jsonl.gz"
     if dest.exists(): return dest
     cols = json.load(gzip.open(d / "multihop/2wikimultihopqa/tts_sampled/sampled_ds.json.gz", "rt", encoding="utf-8"))
-    keys = sorted(cols["question"], key=int)
+    keys = sorted(cols["question"], key=int)[:n]
     tmp = dest.with_suffix(f".tmp{os.getpid()}")
     with gzip.open(tmp, "wt", encoding="utf-8") as f:
         for k in keys:
@@ -60,6 +61,7 @@ TRAINING_SETS = {
     "hotpotqa-train": lambda d: load_hipporag(d / "multihop/legacy_hipporag1/hotpotqa_train.json.gz",
                                               d / "multihop/legacy_hipporag1/hotpotqa_train_corpus.json.gz", "hotpotqa-train"),
     "2wiki-dev": lambda d: load_contexts(_two_wiki_dev(d), name="2wiki-dev"),
+    "2wiki-dev-150": lambda d: load_contexts(_two_wiki_dev(d, 150), name="2wiki-dev-150"),   # the first 150, over 1,500 passages
 }
 
 def load_training(name: str, data_dir=None):
@@ -118,11 +120,15 @@ def _contains(text: str, answer: str) -> bool:
     a = normalize_answer(answer)
     return bool(a) and f" {a} " in f" {normalize_answer(text)} "
 
-def gold_selection(cands: Candidates, answer: str, levels=LEVELS, k: int = 2) -> tuple[str, list[str]] | None:
-    "`(level, ids)`: the finest allowed level whose new granularity holds candidates containing `answer` (first `k` of them); `None` if none does."
+def gold_selection(cands: Candidates, answer: str, levels=LEVELS, k: int = 2, passage_chars: int = 0,
+                   sentence_chars: int = 0) -> tuple[str, list[str]] | None:
+    """`(level, ids)`: the finest allowed level whose new granularity holds candidates containing `answer` (first `k` of
+    them) in the text the policy is shown (cut to `passage_chars` / `sentence_chars` by `cut_text`, as in its prompt);
+    `None` if none does."""
     for level in levels:
         g = {"T": "triples", "T+S": "sentences", "T+S+P": "passages", "S": "sentences", "P": "passages"}[level]
-        ids = [u for u, t in getattr(cands, g) if _contains(t, answer)]
+        cap = passage_chars if g == "passages" else sentence_chars
+        ids = [u for u, t in getattr(cands, g) if _contains(cut_text(t.replace("\n", ": ", 1), cap), answer)]
         if ids: return level, ids[:k]
     return None
 
@@ -150,8 +156,8 @@ def gold_examples(m: MEGRAG, qs: list[Question]) -> list[dict]:
         for q, query, h in zip(active, queries, hits):
             cands = collect_candidates(m.store, h, cfg.n_s, cfg.n_t, m._views())
             sub, b = hops[q.qid][step - 1]
-            sel = gold_selection(cands, b, m.levels(), min(2, cfg.max_selected))
-            if sel is None: recs[q.qid].update(kept=False, reason=f"step {step}: the sub-answer {b!r} is in no candidate"); continue
+            sel = gold_selection(cands, b, m.levels(), min(2, cfg.max_selected), cfg.passage_chars, cfg.sentence_chars)
+            if sel is None: recs[q.qid].update(kept=False, reason=f"step {step}: the sub-answer {b!r} is in no candidate shown"); continue
             level, ids = sel
             g, last = graphs[q.qid], step == len(hops[q.qid])
             path = " -> ".join(a for _, a in hops[q.qid][:step])
@@ -291,7 +297,7 @@ def collection_counts(path) -> dict:
 def read_examples(*paths) -> list[dict]:
     "Every example of collected files, in file order (a dropped question holds only the one-step examples of its grounded hops)."
     return [e for p in paths for r in read_jsonl(p) if "qid" in r for e in r["examples"]]
-DEFAULT_DATA = tuple(f"runs/distill/gold-{d}-parser.jsonl" for d in ("musique-train", "hotpotqa-train", "2wiki-dev"))
+DEFAULT_DATA = tuple(f"runs/distill/gold-{d}-parser.jsonl" for d in ("musique-train", "hotpotqa-train", "2wiki-dev-150"))
 
 # %% ../nbs/40_distill.ipynb #d91360c6
 @dataclass

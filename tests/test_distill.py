@@ -343,3 +343,13 @@ def test_shipped_student_adapter_and_manifest_are_in_the_package():
     assert man["adapter_sha256"] == adapter_hash(STUDENT_DIR)                     # the files are the ones the manifest describes
     assert man["base"].startswith("smollm2-135m-instruct-q4_1@") and man["val_loss"] is not None and man["examples_by_source"]
     assert shipped_student().endswith(str(STUDENT_DIR.name)) and shipped_student("hf:/elsewhere") is None
+
+
+def test_gold_selection_reads_the_text_the_policy_is_shown():
+    "An answer past a candidate's cut is not in what the student sees: the teacher does not select that unit."
+    from megrag_kit.distill import gold_selection
+    from megrag_kit.megrag import Candidates
+    c = Candidates([("p1", "T\n" + "x " * 200 + "Paris")], [("s1.0", "y " * 100 + "Paris"), ("s1.1", "Paris is here")], [("t1.0", "a | b")])
+    assert gold_selection(c, "Paris") == ("T+S", ["s1.0", "s1.1"])
+    assert gold_selection(c, "Paris", passage_chars=300, sentence_chars=160) == ("T+S", ["s1.1"])
+    assert gold_selection(Candidates(c.passages, c.sentences[:1], []), "Paris", passage_chars=300, sentence_chars=160) is None
