@@ -53,6 +53,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", nargs="+", required=True); ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--out", type=Path); ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--configs", type=int, default=len(GRID), help="the first N configurations of GRID only")
     a = ap.parse_args()
     if a.one:
         print("RESULT " + json.dumps(one(a.data, *json.loads(a.one), a.steps))); return
@@ -66,10 +67,11 @@ def main():
     lines = [f"# Distillation training step cost ({len(seqs)} real examples from {', '.join(a.data)})", "",
              f"Sequence tokens: median {q(L, .5)}, p90 {q(L, .9)}, max {L[-1]}; target tokens: median {q(T, .5)}, max {T[-1]}.",
              f"Load at start: `{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}`; "
-             f"{os.cpu_count()} CPUs. Command: `python benchmarks/bench_distill.py --data {' '.join(a.data)} --steps {a.steps}`.", "",
+             f"{os.cpu_count()} CPUs. Command: `python benchmarks/bench_distill.py --data {' '.join(a.data)} --steps {a.steps} "
+             f"--configs {a.configs}`.", "",
              "| len | seq_len | batch | bf16 | LoRA layers | rank | tokens | s/step | tok/s | peak_mb |", "|---" * 10 + "|"]
     print("\n".join(lines), flush=True)
-    for g in GRID:
+    for g in GRID[:a.configs]:
         r = subprocess.run([sys.executable, __file__, "--data", *a.data, "--steps", str(a.steps), "--one", json.dumps(g)],
                            capture_output=True, text=True)
         res = next((json.loads(x[7:]) for x in r.stdout.splitlines() if x.startswith("RESULT ")), None)

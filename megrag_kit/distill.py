@@ -309,15 +309,15 @@ class TrainConfig:
     autocast of the forward pass (the LoRA weights and optimizer stay fp32)."""
     steps: int = 200
     batch: int = 4
-    lr: float = 2e-4
+    lr: float = 5e-4
     rank: int = 8
     alpha: int = 16
-    max_len: int = 1024
+    max_len: int = 2048
     val_frac: float = 0.1
-    save_every: int = 25
+    save_every: int = 10
     seed: int = 0
     bf16: bool = True
-    layers: int = 0
+    layers: int = 8
 
 def _split(examples, val_frac):
     "`(train, validation)` by question: a question id whose hash falls below `val_frac` sends all its examples to validation."
@@ -337,15 +337,22 @@ def _base_path(student: str) -> Path:
     return p
 
 def _batch_loss(model, tok, seqs, bf16=False):
-    "Mean cross-entropy of the output tokens of `seqs` (right-padded to the longest), bf16 autocast when `bf16`."
+    """Mean cross-entropy of the output tokens of `seqs` (right-padded to the longest), bf16 autocast when `bf16`: the
+    language-model head is applied only at the positions that predict an output token (the prompt's ~1,000 positions
+    need no 49k-word logits), the same value as the model's own loss over the labelled tokens."""
     import torch
     n = max(len(s["input_ids"]) for s in seqs)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     ids = torch.tensor([s["input_ids"] + [pad] * (n - len(s["input_ids"])) for s in seqs])
     lab = torch.tensor([s["labels"] + [-100] * (n - len(s["labels"])) for s in seqs])
     att = torch.tensor([[1] * len(s["input_ids"]) + [0] * (n - len(s["input_ids"])) for s in seqs])
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-        return model(input_ids=ids, attention_mask=att, labels=lab).loss
+        h = base.model(input_ids=ids, attention_mask=att).last_hidden_state[:, :-1]   # position t predicts token t + 1
+        y = lab[:, 1:]
+        keep = y != -100
+        logits = base.lm_head(h[keep])
+    return torch.nn.functional.cross_entropy(logits.float(), y[keep])
 
 def _batches(tr: list[dict], steps: int, batch: int, seed: int) -> list[list[int]]:
     """`steps` batches of indices into `tr`: epochs of a seeded shuffle, each cut into windows of `8 * batch` examples
@@ -379,7 +386,9 @@ def serialize_examples(tok, examples: list[dict], max_len: int) -> tuple[list[di
 def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = None, progress: bool = True) -> dict:
     """Fine-tune a LoRA adapter of `student` on collected examples (`data`: one path or a list), loss on the output
     tokens only (MEGRAG paper, §"Graph Construction Distillation", Eq. 9). Writes the adapter and `manifest.json` to
-    `out`; resumes from `out/checkpoint` when one exists for the same data and hyperparameters. A progress bar shows
+    `out`; resumes from `out/checkpoint` when one exists for the same data and hyperparameters (`steps` may differ: the
+    first k steps of every run are the same, so a run continues to more steps, or ends at its checkpoint with `steps`
+    set to the checkpoint's step). A progress bar shows
     the loss and the time left; the held-out validation loss (token-weighted mean over the validation examples) is
     computed after every epoch and at the end (`val_losses`: `[[step, loss]]`). Examples longer than `max_len` tokens
     are left out, counted (`too_long`) and named (`too_long_ids`), with a warning. Returns the manifest.
@@ -401,7 +410,10 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     if not tr: tr, va = va, []
     identity = model_identity(f"hf:{base.name}" if student not in ("smollm2-135m", "smollm2") else "smollm2-135m-instruct-q4_1", base,
                               chat_template=tok.chat_template, dtype="torch.float32")
-    key = dict(base=identity, data_sha256=data_hash(paths), hyperparameters=asdict(cfg))
+    # the checkpoint's key leaves out `steps` and `save_every`: the first k steps of any run are the same (`_batches`),
+    # so a run can be continued to more steps, or finished early with `steps` = its checkpoint's step
+    key = dict(base=identity, data_sha256=data_hash(paths),
+               hyperparameters={k: v for k, v in asdict(cfg).items() if k not in ("steps", "save_every")})
     set_seed(cfg.seed); torch.manual_seed(cfg.seed)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     model = get_peft_model(model, LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=0.0, target_modules=lora_targets(model, cfg.layers),
@@ -415,6 +427,7 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
         set_peft_model_state_dict(model, load_file(ck / "adapter.safetensors"))
         opt.load_state_dict(torch.load(ck / "optimizer.pt", weights_only=True))
         step, losses, secs, vals = st["step"], st["losses"], st["seconds"], st.get("val_losses", [])
+        if step > cfg.steps: raise DataError(f"{ck} is at step {step}, past steps={cfg.steps}; give steps >= {step}", file=ck)
     plan = _batches(tr, cfg.steps, cfg.batch, cfg.seed)
     epoch_steps = math.ceil(len(tr) / cfg.batch)
     def validate():
@@ -453,7 +466,7 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
         hdr = next((r["header"] for r in read_jsonl(p) if "header" in r), {})
         c = collection_counts(p)
         by_source[hdr.get("dataset", Path(p).name)] = {k: c[k] for k in ("questions", "kept", "examples", "trajectory_examples", "hop_examples")}
-    man = dict(key, adapter_sha256=adapter_hash(out), data=[str(p) for p in paths], examples_by_source=by_source,
+    man = dict(key, hyperparameters=asdict(cfg), adapter_sha256=adapter_hash(out), data=[str(p) for p in paths], examples_by_source=by_source,
                examples=len(examples), too_long=len(long),
                too_long_ids=long, train_examples=len(tr), val_examples=len(va), train_questions=len({s["qid"] for s in tr}),
                val_questions=len({s["qid"] for s in va}), tokens_mean=round(sum(len(s["input_ids"]) for s in seqs) / len(seqs), 1),

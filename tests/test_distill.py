@@ -353,3 +353,42 @@ def test_gold_selection_reads_the_text_the_policy_is_shown():
     assert gold_selection(c, "Paris") == ("T+S", ["s1.0", "s1.1"])
     assert gold_selection(c, "Paris", passage_chars=300, sentence_chars=160) == ("T+S", ["s1.1"])
     assert gold_selection(Candidates(c.passages, c.sentences[:1], []), "Paris", passage_chars=300, sentence_chars=160) is None
+
+
+@pytest.mark.slow
+def test_same_seed_and_data_give_the_same_adapter_hash_and_a_resumed_run_matches_an_unbroken_one(musique, tmp_path):
+    "Retrained from scratch: the same adapter bytes; trained 2 steps, then continued to 4: the same bytes as 4 unbroken steps."
+    from megrag_kit.distill import adapter_hash
+    ds, sroot = musique
+    llm = ScriptedLLM(openie); llm.model_id = f"scripted-{uuid.uuid4().hex}"
+    m = MEGRAG(distill_config({"n_s": 2, "n_t": 2}), Resources(ds, llm=llm, embedder=HashEmbedder(), store_root=sroot))
+    recs = [r for r in gold_examples(m, ds.questions[:12]) if r["examples"]][:2]
+    data = tmp_path / "ex.jsonl"
+    with JsonlAppender(data) as log:
+        for r in recs: log.write(r)
+    cfg = lambda steps: TrainConfig(steps=steps, batch=2, rank=2, alpha=4, val_frac=0.0, save_every=1, layers=2)
+    a = train(data, tmp_path / "a", cfg=cfg(4), progress=False)
+    b = train(data, tmp_path / "b", cfg=cfg(4), progress=False)
+    assert a["adapter_sha256"] == b["adapter_sha256"] == adapter_hash(tmp_path / "a") and a["losses"] == b["losses"]
+    train(data, tmp_path / "c", cfg=cfg(2), progress=False)
+    c = train(data, tmp_path / "c", cfg=cfg(4), progress=False)          # continues from the step-2 checkpoint
+    assert c["adapter_sha256"] == a["adapter_sha256"] and c["steps"] == 4
+    with pytest.raises(DataError, match="past steps=3"): train(data, tmp_path / "c", cfg=cfg(3), progress=False)
+
+
+def test_batch_loss_on_the_output_positions_equals_the_models_own_loss():
+    "The head applied at the labelled positions only: the same mean cross-entropy as the model's loss over the labels."
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from megrag_kit.distill import _batch_loss
+    torch.manual_seed(0)
+    m = LlamaForCausalLM(LlamaConfig(vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                     num_key_value_heads=2)).eval()
+    class Tok: pad_token_id, eos_token_id = 0, 0
+    seqs = [dict(input_ids=[5, 6, 7, 8, 9, 10], labels=[-100, -100, -100, 8, 9, 10]), dict(input_ids=[11, 12, 13, 14], labels=[-100, -100, 13, 14])]
+    ids = torch.tensor([[5, 6, 7, 8, 9, 10], [11, 12, 13, 14, 0, 0]])
+    lab = torch.tensor([[-100, -100, -100, 8, 9, 10], [-100, -100, 13, 14, -100, -100]])
+    att = torch.tensor([[1] * 6, [1, 1, 1, 1, 0, 0]])
+    with torch.no_grad():
+        ref = m(input_ids=ids, attention_mask=att, labels=lab).loss
+        assert torch.allclose(_batch_loss(m, Tok(), seqs), ref, atol=1e-6)
