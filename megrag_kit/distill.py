@@ -316,7 +316,7 @@ class TrainConfig:
     val_frac: float = 0.1
     save_every: int = 10
     seed: int = 0
-    bf16: bool = True
+    bf16: bool = False
     layers: int = 8
 
 def _split(examples, val_frac):
@@ -431,9 +431,12 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     plan = _batches(tr, cfg.steps, cfg.batch, cfg.seed)
     epoch_steps = math.ceil(len(tr) / cfg.batch)
     def validate():
+        "Token-weighted mean loss over the validation examples, in length-sorted batches of `batch` (little padding)."
         model.eval()
+        srt = sorted(va, key=lambda s: len(s["input_ids"]))
         with torch.no_grad():
-            v = [(_batch_loss(model, tok, [s], cfg.bf16).item(), sum(x != -100 for x in s["labels"])) for s in va]
+            v = [(_batch_loss(model, tok, b, cfg.bf16).item(), sum(x != -100 for s in b for x in s["labels"][1:]))
+                 for b in (srt[i:i + cfg.batch] for i in range(0, len(srt), cfg.batch))]
         model.train()
         return round(sum(l * n for l, n in v) / sum(n for _, n in v), 4) if v else None
     def save():
