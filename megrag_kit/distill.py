@@ -20,7 +20,8 @@ __all__ = ['TRAINING_SETS', 'DISTILL_DEFAULTS', 'DEFAULT_DATA', 'STUDENT_DIR', '
            'norm_question', 'eval_questions', 'check_disjoint', 'gold_hops', 'answer_hop', 'gold_selection',
            'gold_examples', 'node_target', 'trace_examples', 'teacher_examples', 'distill_config', 'collect',
            'same_header', 'distill_sets', 'collection_counts', 'read_examples', 'TrainConfig', 'data_hash',
-           'lora_targets', 'serialize_examples', 'train', 'adapter_hash', 'load_student', 'shipped_student']
+           'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'train', 'adapter_hash', 'load_student',
+           'shipped_student']
 
 # %% ../nbs/40_distill.ipynb #de197980
 def target_text(o: dict) -> str:
@@ -383,6 +384,17 @@ def serialize_examples(tok, examples: list[dict], max_len: int) -> tuple[list[di
         else: long.append(f"{e['qid']}:{e['step']}:{e['kind']}")
     return seqs, long
 
+def normalize_adapter_config(out, base: str) -> dict:
+    """Rewrite `out/adapter_config.json` so that the same training gives the same bytes on every machine: the base
+    model named by its spec (`base`, not this machine's cache path), `target_modules` sorted (peft keeps them in a set,
+    whose order changes between processes), keys sorted. Returns the config."""
+    f = Path(out) / "adapter_config.json"
+    c = json.loads(f.read_text())
+    c["base_model_name_or_path"] = base
+    if isinstance(c.get("target_modules"), list): c["target_modules"] = sorted(c["target_modules"])
+    f.write_text(json.dumps(c, indent=2, sort_keys=True) + "\n")
+    return c
+
 def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = None, progress: bool = True) -> dict:
     """Fine-tune a LoRA adapter of `student` on collected examples (`data`: one path or a list), loss on the output
     tokens only (MEGRAG paper, §"Graph Construction Distillation", Eq. 9). Writes the adapter and `manifest.json` to
@@ -464,6 +476,7 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     bar.close()
     val_loss = vals[-1][1] if vals and vals[-1][0] == step else validate()
     model.save_pretrained(out)
+    normalize_adapter_config(out, student)
     by_source = {}
     for p in paths:
         hdr = next((r["header"] for r in read_jsonl(p) if "header" in r), {})

@@ -392,3 +392,16 @@ def test_batch_loss_on_the_output_positions_equals_the_models_own_loss():
     with torch.no_grad():
         ref = m(input_ids=ids, attention_mask=att, labels=lab).loss
         assert torch.allclose(_batch_loss(m, Tok(), seqs), ref, atol=1e-6)
+
+
+def test_adapter_config_is_normalized_to_machine_independent_bytes(tmp_path):
+    "The cache path of the base and peft's set order of target modules do not reach the adapter's hash."
+    from megrag_kit.distill import adapter_hash, normalize_adapter_config
+    for d, path, mods in (("a", "/root/.cache/x", ["q_proj", "k_proj"]), ("b", "/home/u/.cache/y", ["k_proj", "q_proj"])):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "adapter_config.json").write_text(json.dumps({"target_modules": mods, "base_model_name_or_path": path, "r": 8}))
+        (tmp_path / d / "adapter_model.safetensors").write_bytes(b"w")
+    assert adapter_hash(tmp_path / "a") != adapter_hash(tmp_path / "b")
+    for d in ("a", "b"): normalize_adapter_config(tmp_path / d, "smollm2-135m")
+    assert adapter_hash(tmp_path / "a") == adapter_hash(tmp_path / "b")
+    assert json.loads((tmp_path / "a" / "adapter_config.json").read_text())["target_modules"] == ["k_proj", "q_proj"]
