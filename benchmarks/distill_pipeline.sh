@@ -1,24 +1,40 @@
 #!/usr/bin/env bash
-# Graph-construction distillation end to end (MEGRAG, Eq. 9): gold-teacher examples, a LoRA student, and the
-# base model vs the student with the same inference procedure (policy=single), then the comparison table.
-# Every step resumes where a killed run stopped; run it again to finish. CPU: run under `nice -n 10`.
-#   N_EVAL=20 STEPS=200 bash benchmarks/distill_pipeline.sh
-#   OPENIE_BACKEND=parser ...   the triple view from the dependency parser (seconds, not hours, on a CPU), for
-#                               collection and both runs alike; its files get a -parser suffix
+# Graph-construction distillation end to end (MEGRAG, §"Graph Construction Distillation", Eq. 9) on a CPU:
+# gold-teacher examples on every training signal of the shared data, a LoRA student, then on each evaluation set the
+# base model with its usual prompt, the base model with the student's prompt (the w/o-SFT row: the same procedure as
+# the student), the student, and native RAG, followed by the comparison table. Every step resumes where a killed run
+# stopped; run it again to finish. The triple view comes from the dependency parser (seconds, not hours, on a CPU)
+# in collection and in every run alike.
+#   N_EVAL=100 bash benchmarks/distill_pipeline.sh            (STEP=collect|train|eval|compare runs one stage)
+#   STUDENT=megrag_kit/data/students/smollm2-135m-gold       the adapter to evaluate (default: the one trained here)
 set -euo pipefail
-N_EVAL=${N_EVAL:-20}; STEPS=${STEPS:-200}; LIMIT_TRAIN=${LIMIT_TRAIN:-100}; OB=${OPENIE_BACKEND:-llm}
-SFX=$([ "$OB" = llm ] && echo "" || echo "-$OB"); OBO="--openie-backend $OB"
-CFG="--set policy=single --set n_p=3 --set n_s=8 --set n_t=8 --set max_selected=4"
+N_EVAL=${N_EVAL:-100}; STEP=${STEP:-all}; OUT=${OUT:-runs/distill/student}; STUDENT=${STUDENT:-$OUT}
 mk() { python -c 'from megrag_kit.cli import main; main()' "$@"; }
+# the student's inference procedure (distill_config / DISTILL_DEFAULTS), and the same candidate sets with the usual prompt
+SETS=$(python -c 'from megrag_kit.distill import distill_sets; print(" ".join("--set " + s for s in distill_sets()))')
+USUAL="--set policy=single --set n_p=3 --set n_s=8 --set n_t=8 --set max_selected=4"
 mkdir -p runs/distill benchmarks/results
-# 1. examples from the gold teacher (MuSiQue train fixture; add --dataset 2wiki-dev --drop-overlap for 2Wiki dev)
-mk distill collect --teacher gold --dataset musique-train --limit "$LIMIT_TRAIN" --batch-size 8 $OBO --out runs/distill/gold-musique-train$SFX.jsonl
-# 2. the LoRA student
-mk distill train --data runs/distill/gold-musique-train$SFX.jsonl --out runs/distill/student$SFX --steps "$STEPS" --batch 4 --rank 8 --max-len 2048
-# 3. base and student, same procedure, same questions
-mk run megrag $CFG --dataset 2wikimultihopqa --limit "$N_EVAL" --device cpu --batch-size 4 $OBO --out "runs/distill/2wiki${N_EVAL}-megrag-single-base$SFX"
-mk run megrag $CFG --dataset 2wikimultihopqa --limit "$N_EVAL" --device cpu --batch-size 4 $OBO --llm smollm2-135m+lora:runs/distill/student$SFX \
-   --out "runs/distill/2wiki${N_EVAL}-megrag-single-student$SFX"
-# 4. the table (student - base, student - native_rag, paired bootstrap)
-python benchmarks/distill_compare.py "runs/distill/2wiki${N_EVAL}-megrag-single-base$SFX" "runs/distill/2wiki${N_EVAL}-megrag-single-student$SFX" \
-   --native runs/2wiki20-native_rag --out "benchmarks/results/distill-2wiki${N_EVAL}$SFX.md"
+if [[ $STEP == all || $STEP == collect ]]; then
+  for ds in musique-train hotpotqa-train 2wiki-dev-150; do      # disjoint from every evaluation set (--drop-overlap drops and counts)
+    mk distill collect --teacher gold --dataset $ds --batch-size 8 --openie-backend parser --drop-overlap --out runs/distill/gold-$ds-parser.jsonl
+  done
+fi
+if [[ $STEP == all || $STEP == train ]]; then mk distill train --out "$OUT"; fi       # the defaults: DEFAULT_DATA, TrainConfig
+if [[ $STEP == all || $STEP == eval ]]; then
+  for ds in 2wikimultihopqa musique; do
+    R=runs/distill/$ds$N_EVAL
+    mk run megrag $USUAL --dataset $ds --limit "$N_EVAL" --device cpu --batch-size 4 --openie-backend parser --out $R-base-usual
+    mk run megrag $SETS --dataset $ds --limit "$N_EVAL" --device cpu --batch-size 4 --openie-backend parser --out $R-base-student-prompt
+    mk run megrag $SETS --dataset $ds --limit "$N_EVAL" --device cpu --batch-size 4 --openie-backend parser \
+       --llm "smollm2-135m+lora:$STUDENT" --out $R-student
+    mk run native_rag --dataset $ds --limit "$N_EVAL" --device cpu --batch-size 4 --out $R-native_rag
+  done
+fi
+if [[ $STEP == all || $STEP == compare ]]; then
+  for ds in 2wikimultihopqa musique; do
+    R=runs/distill/$ds$N_EVAL
+    python benchmarks/distill_compare.py --title "$ds, first $N_EVAL questions" --student "student (distilled)" \
+      --run "base (usual prompt)=$R-base-usual" --run "base, student prompt (w/o SFT)=$R-base-student-prompt" \
+      --run "student (distilled)=$R-student" --run "native_rag=$R-native_rag" --out benchmarks/results/distill-$ds$N_EVAL.md
+  done
+fi

@@ -263,17 +263,29 @@ def distill_collect(teacher: str = typer.Option(..., help="gold (offline, from g
 
 @distill_app.command("train")
 @friendly
-def distill_train(data: list[Path] = typer.Option(..., help="collected JSON Lines file (repeatable)"),
+def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lines file (repeatable; default: the gold-teacher files of "
+                                                   "`distill collect --openie-backend parser` on the three training sets, DEFAULT_DATA)"),
                   student: str = typer.Option("smollm2-135m", help="smollm2-135m | hf:/path"),
                   out: Path = typer.Option(Path("runs/distill/student"), help="adapter folder (resumes from its checkpoint)"),
-                  steps: int = typer.Option(200, min=1), batch: int = typer.Option(4, min=1), lr: float = typer.Option(2e-4, min=0.0),
-                  rank: int = typer.Option(8, min=1), alpha: int = typer.Option(16, min=1), max_len: int = typer.Option(1536, min=16),
-                  val_frac: float = typer.Option(0.1, min=0.0, max=0.9), save_every: int = typer.Option(25, min=1),
-                  seed: int = typer.Option(0, min=0), bf16: bool = typer.Option(False, help="bf16 autocast")):
+                  steps: int = typer.Option(None, min=1, help="optimizer steps [default: TrainConfig.steps]"),
+                  batch: int = typer.Option(None, min=1, help="examples per step [default: TrainConfig.batch]"),
+                  lr: float = typer.Option(None, min=0.0), rank: int = typer.Option(None, min=1), alpha: int = typer.Option(None, min=1),
+                  max_len: int = typer.Option(None, min=16, help="longer examples are left out and counted"),
+                  val_frac: float = typer.Option(None, min=0.0, max=0.9), save_every: int = typer.Option(None, min=1),
+                  seed: int = typer.Option(None, min=0), bf16: bool = typer.Option(None, help="bf16 autocast of the forward pass"),
+                  layers: int = typer.Option(None, min=0, help="LoRA on the top N decoder layers (0: all)")):
     "LoRA on the output tokens only (MEGRAG Eq. 9); writes the adapter and manifest.json; use it as --llm smollm2-135m+lora:OUT."
-    from .distill import TrainConfig, train
-    man = train(data, out, student, TrainConfig(steps, batch, lr, rank, alpha, max_len, val_frac, save_every, seed, bf16))
-    typer.echo(json.dumps({k: v for k, v in man.items() if k != "losses"}, indent=1)); typer.echo(f"student: --llm {student}+lora:{out}")
+    from .distill import TrainConfig, train, DEFAULT_DATA
+    data = data or [Path(p) for p in DEFAULT_DATA]
+    if missing := [str(p) for p in data if not Path(p).exists()]:
+        raise typer.BadParameter(f"no such file: {', '.join(missing)} (collect it: megrag-kit distill collect --teacher gold "
+                                 "--dataset musique-train --openie-backend parser --drop-overlap --out ...)", param_hint="--data")
+    given = dict(steps=steps, batch=batch, lr=lr, rank=rank, alpha=alpha, max_len=max_len, val_frac=val_frac, save_every=save_every,
+                 seed=seed, bf16=bf16, layers=layers)
+    cfg = TrainConfig(**{k: v for k, v in given.items() if v is not None})     # unset: the defaults of TrainConfig
+    man = train(data, out, student, cfg)
+    typer.echo(json.dumps({k: v for k, v in man.items() if k not in ("losses", "too_long_ids")}, indent=1))
+    typer.echo(f"student: --llm {student}+lora:{out}")
 
 # %% ../nbs/99_cli.ipynb #74cdbbf9
 scale_app = typer.Typer(help="Scale-out on Ray (pip install 'megrag_kit\\[ray]'): extraction over a corpus, a grid of runs.", no_args_is_help=True)

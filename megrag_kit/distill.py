@@ -5,21 +5,23 @@
 # %% ../nbs/40_distill.ipynb #c953b167
 from __future__ import annotations
 import gzip, hashlib, json, math, os, random, re, resource, shutil, time
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass, asdict, fields as dc_fields
 from pathlib import Path
 from .core import DataError, Question, cache_dir, stable_hash, set_seed
 from .data import DATASETS, load_dataset, load_contexts, load_hipporag, shared_data_dir
 from .jsonl import JsonlAppender, read_jsonl
 from .metrics import f1_score, normalize_answer
-from .megrag import MEGRAG, MEGRAGConfig, Candidates, EvidenceGraph, Node, collect_candidates, LEVELS
+from .megrag import MEGRAG, MEGRAGConfig, Candidates, EvidenceGraph, Node, collect_candidates, cut_text, LEVELS
 from .method import Resources
 from .models import HFChatModel, load_llm, model_identity, smollm2_path
 
 # %% auto #0
-__all__ = ['TRAINING_SETS', 'DISTILL_DEFAULTS', 'target_text', 'serialize', 'load_training', 'norm_question', 'eval_questions',
-           'check_disjoint', 'gold_hops', 'gold_selection', 'gold_examples', 'node_target', 'trace_examples',
-           'teacher_examples', 'distill_config', 'collect', 'same_header', 'collection_counts', 'read_examples',
-           'TrainConfig', 'data_hash', 'train', 'adapter_hash', 'load_student']
+__all__ = ['TRAINING_SETS', 'DISTILL_DEFAULTS', 'DEFAULT_DATA', 'STUDENT_DIR', 'target_text', 'serialize', 'load_training',
+           'norm_question', 'eval_questions', 'check_disjoint', 'gold_hops', 'answer_hop', 'gold_selection',
+           'gold_examples', 'node_target', 'trace_examples', 'teacher_examples', 'distill_config', 'collect',
+           'same_header', 'distill_sets', 'collection_counts', 'read_examples', 'TrainConfig', 'data_hash',
+           'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'train', 'adapter_hash', 'load_student',
+           'shipped_student']
 
 # %% ../nbs/40_distill.ipynb #de197980
 def target_text(o: dict) -> str:
@@ -39,12 +41,13 @@ def serialize(tok, messages: list[dict], target: str) -> dict:
     return dict(input_ids=p + t, labels=[-100] * len(p) + t, n_prompt=len(p), text=prompt + target + tok.eos_token)
 
 # %% ../nbs/40_distill.ipynb #d8eb46c2
-def _two_wiki_dev(d: Path) -> Path:
-    "The sampled 2Wiki dev file (column-oriented pandas JSON) as plain records with `_id`, cached once as JSON Lines."
-    dest = cache_dir("distill") / "2wiki_dev_sampled.jsonl.gz"
+def _two_wiki_dev(d: Path, n: int | None = None) -> Path:
+    """The sampled 2Wiki dev file (column-oriented pandas JSON) as plain records with `_id`, cached once as JSON Lines;
+    with `n`, its first `n` records only (their own contexts make the corpus: a store a CPU builds in minutes)."""
+    dest = cache_dir("distill") / f"2wiki_dev_sampled{f'_first{n}' if n else ''}.jsonl.gz"
     if dest.exists(): return dest
     cols = json.load(gzip.open(d / "multihop/2wikimultihopqa/tts_sampled/sampled_ds.json.gz", "rt", encoding="utf-8"))
-    keys = sorted(cols["question"], key=int)
+    keys = sorted(cols["question"], key=int)[:n]
     tmp = dest.with_suffix(f".tmp{os.getpid()}")
     with gzip.open(tmp, "wt", encoding="utf-8") as f:
         for k in keys:
@@ -59,6 +62,7 @@ TRAINING_SETS = {
     "hotpotqa-train": lambda d: load_hipporag(d / "multihop/legacy_hipporag1/hotpotqa_train.json.gz",
                                               d / "multihop/legacy_hipporag1/hotpotqa_train_corpus.json.gz", "hotpotqa-train"),
     "2wiki-dev": lambda d: load_contexts(_two_wiki_dev(d), name="2wiki-dev"),
+    "2wiki-dev-150": lambda d: load_contexts(_two_wiki_dev(d, 150), name="2wiki-dev-150"),   # the first 150, over 1,500 passages
 }
 
 def load_training(name: str, data_dir=None):
@@ -107,15 +111,25 @@ def gold_hops(q: Question) -> list[tuple[str, str]]:
     if q.evidence_triples: return [(f"What is the {r} of {s}?", o) for s, r, o in q.evidence_triples]
     return []
 
+def answer_hop(q: Question) -> list[tuple[str, str]]:
+    """`[(question, answer)]`: a question with supporting facts but no decomposition (HotpotQA) as one step whose
+    answer a candidate must contain; `[]` without gold passages or for a yes/no answer (no candidate states it)."""
+    if not q.gold_pids or not q.answers or normalize_answer(q.answers[0]) in ("yes", "no", ""): return []
+    return [(q.question, q.answers[0])]
+
 def _contains(text: str, answer: str) -> bool:
     a = normalize_answer(answer)
     return bool(a) and f" {a} " in f" {normalize_answer(text)} "
 
-def gold_selection(cands: Candidates, answer: str, levels=LEVELS, k: int = 2) -> tuple[str, list[str]] | None:
-    "`(level, ids)`: the finest allowed level whose new granularity holds candidates containing `answer` (first `k` of them); `None` if none does."
+def gold_selection(cands: Candidates, answer: str, levels=LEVELS, k: int = 2, passage_chars: int = 0,
+                   sentence_chars: int = 0) -> tuple[str, list[str]] | None:
+    """`(level, ids)`: the finest allowed level whose new granularity holds candidates containing `answer` (first `k` of
+    them) in the text the policy is shown (cut to `passage_chars` / `sentence_chars` by `cut_text`, as in its prompt);
+    `None` if none does."""
     for level in levels:
         g = {"T": "triples", "T+S": "sentences", "T+S+P": "passages", "S": "sentences", "P": "passages"}[level]
-        ids = [u for u, t in getattr(cands, g) if _contains(t, answer)]
+        cap = passage_chars if g == "passages" else sentence_chars
+        ids = [u for u, t in getattr(cands, g) if _contains(cut_text(t.replace("\n", ": ", 1), cap), answer)]
         if ids: return level, ids[:k]
     return None
 
@@ -125,12 +139,12 @@ def _relation(next_query: str, b: str) -> str:
 def gold_examples(m: MEGRAG, qs: list[Question]) -> list[dict]:
     """Gold-teacher records for questions `qs` with method `m` (a `policy=single` MEGRAG over the questions' store):
     one `{qid, kept, reason, f1, steps, examples}` per question, each example `{qid, step, kind, messages, target}`
-    (`kind`: `trajectory` or `hop`). Runs the steps of all questions in lock-step, one retrieval batch per step."""
+    (`kind`: `trajectory` or `hop`). The hops are `gold_hops`, else `answer_hop` (one step). Runs the steps of all questions in lock-step, one retrieval batch per step."""
     cfg = m.config
-    hops = {q.qid: gold_hops(q) for q in qs}
+    hops = {q.qid: gold_hops(q) or answer_hop(q) for q in qs}
     recs = {q.qid: dict(qid=q.qid, question=q.question, kept=True, reason="", f1=1.0, steps=len(hops[q.qid]), examples=[]) for q in qs}
     for q in qs:
-        if not hops[q.qid]: recs[q.qid].update(kept=False, reason="no gold decomposition or evidence triples")
+        if not hops[q.qid]: recs[q.qid].update(kept=False, reason="no gold decomposition, evidence triples or answer-bearing support")
         elif len(hops[q.qid]) > cfg.budget: recs[q.qid].update(kept=False, reason=f"{len(hops[q.qid])} hops > budget {cfg.budget}")
     graphs = {q.qid: EvidenceGraph(q.question) for q in qs}
     active = [q for q in qs if recs[q.qid]["kept"]]
@@ -143,8 +157,8 @@ def gold_examples(m: MEGRAG, qs: list[Question]) -> list[dict]:
         for q, query, h in zip(active, queries, hits):
             cands = collect_candidates(m.store, h, cfg.n_s, cfg.n_t, m._views())
             sub, b = hops[q.qid][step - 1]
-            sel = gold_selection(cands, b, m.levels(), min(2, cfg.max_selected))
-            if sel is None: recs[q.qid].update(kept=False, reason=f"step {step}: the sub-answer {b!r} is in no candidate"); continue
+            sel = gold_selection(cands, b, m.levels(), min(2, cfg.max_selected), cfg.passage_chars, cfg.sentence_chars)
+            if sel is None: recs[q.qid].update(kept=False, reason=f"step {step}: the sub-answer {b!r} is in no candidate shown"); continue
             level, ids = sel
             g, last = graphs[q.qid], step == len(hops[q.qid])
             path = " -> ".join(a for _, a in hops[q.qid][:step])
@@ -159,8 +173,9 @@ def gold_examples(m: MEGRAG, qs: list[Question]) -> list[dict]:
             hop_q = Question(f"{q.qid}#hop{step}", sub, [b])
             hop_o = {"level": level, "selected": ids, **dict(o, stop=True, answer=b, missing="none", next_query="", relation="")}
             if not m.with_relation: hop_o.pop("relation")
-            recs[q.qid]["examples"].append(dict(qid=q.qid, step=step, kind="hop", messages=m.policy_prompt(hop_q, sub, EvidenceGraph(sub), cands),
-                                                target=target_text(hop_o)))
+            if sub != q.question:    # a one-step question (answer_hop) is its own hop example
+                recs[q.qid]["examples"].append(dict(qid=q.qid, step=step, kind="hop", target=target_text(hop_o),
+                                                    messages=m.policy_prompt(hop_q, sub, EvidenceGraph(sub), cands)))
             n = Node(step, query, level, {gg: [list(u) for u in us] for gg, us in cands.of(level).items()}, retrieved=[p for p, _ in h])
             for kk in ("intermediate_answer", "resolved_path", "answer", "missing", "next_query", "relation"): setattr(n, kk, o.get(kk, ""))
             n.stop, n.evidence = o["stop"], {gg: [[u, t] for u, t in us if u in ids] for gg, us in cands.of(level).items() if any(u in ids for u, _ in us)}
@@ -203,10 +218,14 @@ def teacher_examples(m: MEGRAG, qs: list[Question], min_f1: float = 0.5) -> list
     return recs
 
 # %% ../nbs/40_distill.ipynb #7e87391a
-DISTILL_DEFAULTS = dict(policy="single", n_p=3, n_s=8, n_t=8, max_selected=4)
+DISTILL_DEFAULTS = dict(policy="single", n_p=3, n_s=8, n_t=8, max_selected=4, shots=0, passage_chars=300, sentence_chars=160)
 
 def distill_config(params: dict | None = None) -> MEGRAGConfig:
-    "The MEGRAG configuration of distillation: `policy=single` with small candidate sets (`DISTILL_DEFAULTS`) unless `params` say otherwise."
+    """The MEGRAG configuration of distillation, the same in collection, training and student inference: `policy=single`
+    with small candidate sets, no worked examples (`shots=0`: the student learns the task itself, and a 135M model
+    copies a worked example's entities) and candidates cut to `passage_chars` / `sentence_chars` characters (ids kept),
+    `DISTILL_DEFAULTS`, unless `params` say otherwise. Run the student (and the base model's w/o-SFT row) with the same
+    `--set` values (`distill_sets`)."""
     cfg = MEGRAGConfig.from_dict({**DISTILL_DEFAULTS, **(params or {})}, owner="distill")
     if cfg.policy != "single": raise DataError("distillation trains the single policy: policy must be single")
     return cfg
@@ -258,8 +277,14 @@ def same_header(old: dict, new: dict) -> bool:
     """Whether a file collected under header `old` can be continued under `new`: the same teacher, dataset and filter,
     and the same configuration, where a parameter the old header lacks (added to the kit since) has its default."""
     if {k: v for k, v in old.items() if k != "config"} != {k: v for k, v in new.items() if k != "config"}: return False
-    oc, nc, dflt = old.get("config", {}), new.get("config", {}), distill_config().to_dict()
+    oc, nc = old.get("config", {}), new.get("config", {})
+    dflt = {f.name: f.default for f in dc_fields(MEGRAGConfig)}   # what a parameter the kit lacked then amounted to
     return all(nc.get(k) == v for k, v in oc.items()) and all(nc[k] == dflt.get(k) for k in nc if k not in oc)
+
+def distill_sets(params: dict | None = None) -> list[str]:
+    "The `--set name=value` arguments of `run megrag` that reproduce `distill_config(params)` (the student's inference procedure)."
+    d, base = distill_config(params).to_dict(), MEGRAGConfig().to_dict()
+    return [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in d.items() if base.get(k) != v]
 
 def collection_counts(path) -> dict:
     "Counts of a collected file: questions, kept, dropped, examples (trajectory / hop) and the drop reasons (their first words)."
@@ -273,21 +298,27 @@ def collection_counts(path) -> dict:
 def read_examples(*paths) -> list[dict]:
     "Every example of collected files, in file order (a dropped question holds only the one-step examples of its grounded hops)."
     return [e for p in paths for r in read_jsonl(p) if "qid" in r for e in r["examples"]]
+DEFAULT_DATA = tuple(f"runs/distill/gold-{d}-parser.jsonl" for d in ("musique-train", "hotpotqa-train", "2wiki-dev-150"))
 
 # %% ../nbs/40_distill.ipynb #d91360c6
 @dataclass
 class TrainConfig:
-    "Hyperparameters of `train` (defaults sized for a CPU: a small rank, short sequences)."
+    """Hyperparameters of `train`, defaults chosen from `benchmarks/bench_distill.py` on a 2-core CPU: `steps` optimizer
+    steps of `batch` examples, AdamW at `lr`; LoRA of rank `rank` (scale `alpha`) on the attention projections of the
+    top `layers` decoder layers (0: all); sequences over `max_len` tokens left out and counted; `val_frac` of the
+    questions held out, their loss reported after every epoch; a checkpoint every `save_every` steps; `bf16`: bf16
+    autocast of the forward pass (the LoRA weights and optimizer stay fp32)."""
     steps: int = 200
     batch: int = 4
-    lr: float = 2e-4
+    lr: float = 5e-4
     rank: int = 8
     alpha: int = 16
-    max_len: int = 1536
+    max_len: int = 2048
     val_frac: float = 0.1
-    save_every: int = 25
+    save_every: int = 10
     seed: int = 0
     bf16: bool = False
+    layers: int = 8
 
 def _split(examples, val_frac):
     "`(train, validation)` by question: a question id whose hash falls below `val_frac` sends all its examples to validation."
@@ -307,21 +338,74 @@ def _base_path(student: str) -> Path:
     return p
 
 def _batch_loss(model, tok, seqs, bf16=False):
+    """Mean cross-entropy of the output tokens of `seqs` (right-padded to the longest), bf16 autocast when `bf16`: the
+    language-model head is applied only at the positions that predict an output token (the prompt's ~1,000 positions
+    need no 49k-word logits), the same value as the model's own loss over the labelled tokens."""
     import torch
     n = max(len(s["input_ids"]) for s in seqs)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     ids = torch.tensor([s["input_ids"] + [pad] * (n - len(s["input_ids"])) for s in seqs])
     lab = torch.tensor([s["labels"] + [-100] * (n - len(s["labels"])) for s in seqs])
     att = torch.tensor([[1] * len(s["input_ids"]) + [0] * (n - len(s["input_ids"])) for s in seqs])
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-        return model(input_ids=ids, attention_mask=att, labels=lab).loss
+        h = base.model(input_ids=ids, attention_mask=att).last_hidden_state[:, :-1]   # position t predicts token t + 1
+        y = lab[:, 1:]
+        keep = y != -100
+        logits = base.lm_head(h[keep])
+    return torch.nn.functional.cross_entropy(logits.float(), y[keep])
+
+def _batches(tr: list[dict], steps: int, batch: int, seed: int) -> list[list[int]]:
+    """`steps` batches of indices into `tr`: epochs of a seeded shuffle, each cut into windows of `8 * batch` examples
+    sorted by length (little padding), the batches of an epoch in a seeded order. Deterministic in `seed`."""
+    rng, out = random.Random(seed), []
+    while len(out) < steps:
+        idx = list(range(len(tr))); rng.shuffle(idx)
+        ep = []
+        for w in range(0, len(idx), 8 * batch):
+            win = sorted(idx[w:w + 8 * batch], key=lambda i: len(tr[i]["input_ids"]))
+            ep += [win[b:b + batch] for b in range(0, len(win), batch)]
+        rng.shuffle(ep); out += ep
+    return out[:steps]
+
+def lora_targets(model, layers: int = 0) -> list[str]:
+    "Module names of the attention projections (`q_proj k_proj v_proj o_proj`) of the top `layers` decoder layers (0: all)."
+    n = model.config.num_hidden_layers
+    keep = range(n - layers, n) if layers else range(n)
+    return [name for name, _ in model.named_modules() if name.split(".")[-1] in ("q_proj", "k_proj", "v_proj", "o_proj")
+            and any(f".layers.{i}." in name for i in keep)]
+
+def serialize_examples(tok, examples: list[dict], max_len: int) -> tuple[list[dict], list[str]]:
+    "`(sequences that fit max_len, ids 'qid:step:kind' of those that do not)`: `serialize` of each example, none silently lost."
+    seqs, long = [], []
+    for e in examples:
+        s = dict(serialize(tok, e["messages"], e["target"]), qid=e["qid"])
+        if len(s["input_ids"]) <= max_len: seqs.append(s)
+        else: long.append(f"{e['qid']}:{e['step']}:{e['kind']}")
+    return seqs, long
+
+def normalize_adapter_config(out, base: str) -> dict:
+    """Rewrite `out/adapter_config.json` so that the same training gives the same bytes on every machine: the base
+    model named by its spec (`base`, not this machine's cache path), `target_modules` sorted (peft keeps them in a set,
+    whose order changes between processes), keys sorted. Returns the config."""
+    f = Path(out) / "adapter_config.json"
+    c = json.loads(f.read_text())
+    c["base_model_name_or_path"] = base
+    if isinstance(c.get("target_modules"), list): c["target_modules"] = sorted(c["target_modules"])
+    f.write_text(json.dumps(c, indent=2, sort_keys=True) + "\n")
+    return c
 
 def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = None, progress: bool = True) -> dict:
     """Fine-tune a LoRA adapter of `student` on collected examples (`data`: one path or a list), loss on the output
-    tokens only (MEGRAG paper, Eq. 9). Writes the adapter and `manifest.json` to `out`; resumes from
-    `out/checkpoint` when one exists for the same data and hyperparameters. Returns the manifest.
+    tokens only (MEGRAG paper, §"Graph Construction Distillation", Eq. 9). Writes the adapter and `manifest.json` to
+    `out`; resumes from `out/checkpoint` when one exists for the same data and hyperparameters (`steps` may differ: the
+    first k steps of every run are the same, so a run continues to more steps, or ends at its checkpoint with `steps`
+    set to the checkpoint's step). A progress bar shows
+    the loss and the time left; the held-out validation loss (token-weighted mean over the validation examples) is
+    computed after every epoch and at the end (`val_losses`: `[[step, loss]]`). Examples longer than `max_len` tokens
+    are left out, counted (`too_long`) and named (`too_long_ids`), with a warning. Returns the manifest.
     `ValueError` when no example fits `max_len`; `DataError` for a checkpoint of other data or hyperparameters."""
-    import torch
+    import torch, warnings
     from peft import LoraConfig, get_peft_model, set_peft_model_state_dict, get_peft_model_state_dict
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from tqdm.auto import tqdm
@@ -329,61 +413,83 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     paths = [data] if isinstance(data, (str, Path)) else list(data)
     base = _base_path(student)
     tok = AutoTokenizer.from_pretrained(base)
-    seqs_all = [dict(serialize(tok, e["messages"], e["target"]), qid=e["qid"]) for e in read_examples(*paths)]
-    seqs = [s for s in seqs_all if len(s["input_ids"]) <= cfg.max_len]
+    examples = read_examples(*paths)
+    seqs, long = serialize_examples(tok, examples, cfg.max_len)
     if not seqs: raise ValueError(f"no example of {paths} fits max_len={cfg.max_len} tokens")
+    if long: warnings.warn(f"{len(long)} of {len(examples)} examples are longer than max_len={cfg.max_len} tokens and are left out "
+                           f"(first: {', '.join(long[:5])}); raise --max-len or cut the candidates (passage_chars, sentence_chars)")
     tr, va = _split(seqs, cfg.val_frac)
     if not tr: tr, va = va, []
     identity = model_identity(f"hf:{base.name}" if student not in ("smollm2-135m", "smollm2") else "smollm2-135m-instruct-q4_1", base,
                               chat_template=tok.chat_template, dtype="torch.float32")
-    key = dict(base=identity, data_sha256=data_hash(paths), hyperparameters=asdict(cfg))
+    # the checkpoint's key leaves out `steps` and `save_every`: the first k steps of any run are the same (`_batches`),
+    # so a run can be continued to more steps, or finished early with `steps` = its checkpoint's step
+    key = dict(base=identity, data_sha256=data_hash(paths),
+               hyperparameters={k: v for k, v in asdict(cfg).items() if k not in ("steps", "save_every")})
     set_seed(cfg.seed); torch.manual_seed(cfg.seed)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    model = get_peft_model(model, LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=0.0, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+    model = get_peft_model(model, LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=0.0, target_modules=lora_targets(model, cfg.layers),
                                              task_type="CAUSAL_LM"))
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr)
-    ck, step, losses, secs = out / "checkpoint", 0, [], 0.0
+    ck, step, losses, secs, vals = out / "checkpoint", 0, [], 0.0, []
     if (ck / "state.json").exists():
         st = json.loads((ck / "state.json").read_text())
         if st["key"] != key: raise DataError(f"{ck} belongs to another run ({st['key']}); use another --out", file=ck)
         from safetensors.torch import load_file
         set_peft_model_state_dict(model, load_file(ck / "adapter.safetensors"))
         opt.load_state_dict(torch.load(ck / "optimizer.pt", weights_only=True))
-        step, losses, secs = st["step"], st["losses"], st["seconds"]
-    order = random.Random(cfg.seed)
-    perm = []
-    while len(perm) < cfg.steps * cfg.batch:
-        idx = list(range(len(tr))); order.shuffle(idx); perm += idx
-    model.train()
-    bar = tqdm(total=cfg.steps, initial=step, desc="distill train", disable=not progress)
+        step, losses, secs, vals = st["step"], st["losses"], st["seconds"], st.get("val_losses", [])
+        if step > cfg.steps: raise DataError(f"{ck} is at step {step}, past steps={cfg.steps}; give steps >= {step}", file=ck)
+    plan = _batches(tr, cfg.steps, cfg.batch, cfg.seed)
+    epoch_steps = math.ceil(len(tr) / cfg.batch)
+    def validate():
+        "Token-weighted mean loss over the validation examples, in length-sorted batches of `batch` (little padding)."
+        model.eval()
+        srt = sorted(va, key=lambda s: len(s["input_ids"]))
+        with torch.no_grad():
+            v = [(_batch_loss(model, tok, b, cfg.bf16).item(), sum(x != -100 for s in b for x in s["labels"][1:]))
+                 for b in (srt[i:i + cfg.batch] for i in range(0, len(srt), cfg.batch))]
+        model.train()
+        return round(sum(l * n for l, n in v) / sum(n for _, n in v), 4) if v else None
     def save():
         from safetensors.torch import save_file
         tmp = out / f"checkpoint.tmp{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
         save_file({k: v.contiguous() for k, v in get_peft_model_state_dict(model).items()}, tmp / "adapter.safetensors")
         torch.save(opt.state_dict(), tmp / "optimizer.pt")
-        (tmp / "state.json").write_text(json.dumps(dict(key=key, step=step, losses=losses, seconds=secs)))
+        (tmp / "state.json").write_text(json.dumps(dict(key=key, step=step, losses=losses, seconds=secs, val_losses=vals)))
         if ck.exists(): shutil.rmtree(ck)
         tmp.rename(ck)
+    model.train()
+    bar = tqdm(total=cfg.steps, initial=step, desc=f"distill train ({len(tr)} examples, {epoch_steps} steps/epoch)", disable=not progress)
     while step < cfg.steps:
         t0 = time.perf_counter()
-        batch = [tr[i] for i in perm[step * cfg.batch:(step + 1) * cfg.batch]]
-        loss = _batch_loss(model, tok, batch, cfg.bf16)
+        loss = _batch_loss(model, tok, [tr[i] for i in plan[step]], cfg.bf16)
         opt.zero_grad(); loss.backward(); opt.step()
         step += 1; losses.append(round(loss.item(), 4)); secs += time.perf_counter() - t0
-        bar.update(1); bar.set_postfix(loss=f"{loss.item():.3f}")
+        post = dict(loss=f"{sum(losses[-10:]) / len(losses[-10:]):.3f}")
+        if va and (step % epoch_steps == 0 or step == cfg.steps):
+            vals.append([step, validate()]); post["val"] = f"{vals[-1][1]:.3f}"
+            if progress: tqdm.write(f"step {step} (epoch {step / epoch_steps:.2f}): validation loss {vals[-1][1]:.4f}")
+        bar.update(1); bar.set_postfix(post)
         if step % cfg.save_every == 0 or step == cfg.steps: save()
     bar.close()
-    model.eval()
-    with torch.no_grad():
-        val = [(_batch_loss(model, tok, [s], cfg.bf16).item(), sum(x != -100 for x in s["labels"])) for s in va]
-    val_loss = sum(l * n for l, n in val) / sum(n for _, n in val) if val else None
+    val_loss = vals[-1][1] if vals and vals[-1][0] == step else validate()
     model.save_pretrained(out)
-    man = dict(key, adapter_sha256={f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(out.glob("adapter_*"))},
-               data=[str(p) for p in paths], examples=len(seqs_all), too_long=len(seqs_all) - len(seqs), train_examples=len(tr),
-               val_examples=len(va), steps=step, train_loss_first=losses[0], train_loss_last10=round(sum(losses[-10:]) / len(losses[-10:]), 4),
-               losses=losses, val_loss=None if val_loss is None else round(val_loss, 4), seconds=round(secs, 1),
-               s_per_step=round(secs / max(step, 1), 3), peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
+    normalize_adapter_config(out, student)
+    by_source = {}
+    for p in paths:
+        hdr = next((r["header"] for r in read_jsonl(p) if "header" in r), {})
+        c = collection_counts(p)
+        by_source[hdr.get("dataset", Path(p).name)] = {k: c[k] for k in ("questions", "kept", "examples", "trajectory_examples", "hop_examples")}
+    man = dict(key, hyperparameters=asdict(cfg), adapter_sha256=adapter_hash(out), data=[str(p) for p in paths], examples_by_source=by_source,
+               examples=len(examples), too_long=len(long),
+               too_long_ids=long, train_examples=len(tr), val_examples=len(va), train_questions=len({s["qid"] for s in tr}),
+               val_questions=len({s["qid"] for s in va}), tokens_mean=round(sum(len(s["input_ids"]) for s in seqs) / len(seqs), 1),
+               target_tokens_mean=round(sum(len(s["input_ids"]) - s["n_prompt"] for s in seqs) / len(seqs), 1), steps=step,
+               epochs=round(step / epoch_steps, 2), train_loss_first=losses[0], train_loss_last10=round(sum(losses[-10:]) / len(losses[-10:]), 4),
+               losses=losses, val_losses=vals, val_loss=val_loss, seconds=round(secs, 1), s_per_step=round(secs / max(step, 1), 3),
+               threads=torch.get_num_threads(), peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
     (out / "manifest.json").write_text(json.dumps(man, indent=1))
     return man
 
@@ -409,3 +515,14 @@ def load_student(spec: str, device: str = "auto", **kw) -> HFChatModel:
     m.model = PeftModel.from_pretrained(m.model, path).merge_and_unload().eval()
     m.model_id, m.openie_llm, m.adapter = f"{m.model_id}+lora@{h[:12]}", openie, str(Path(path).resolve())
     return m
+import importlib.util
+STUDENT_DIR = Path(importlib.util.find_spec("megrag_kit").origin).parent / "data" / "students" / "smollm2-135m-gold"   # shipped
+
+def shipped_student(llm: str = "smollm2-135m") -> str | None:
+    """The spec `BASE+lora:FOLDER` of the student adapter shipped with the kit (`STUDENT_DIR`: trained by
+    `megrag-kit distill train` on the gold-teacher examples, its `manifest.json` beside it) when `llm` is the base it was
+    trained from (`smollm2-135m`; the folder relative to the working directory when inside it), else `None`; `None` too when the package has no adapter files."""
+    if llm not in ("smollm2-135m", "smollm2") or not (STUDENT_DIR / "adapter_model.safetensors").exists(): return None
+    try: d = STUDENT_DIR.relative_to(Path.cwd().resolve())      # inside the checkout: the same run key in every clone
+    except ValueError: d = STUDENT_DIR
+    return f"smollm2-135m+lora:{d}"

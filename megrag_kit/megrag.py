@@ -26,9 +26,9 @@ __all__ = ['COMPOSITIONS', 'VARIANTS', 'SUFFICIENCY_SCHEMA', 'TEXT_PATTERN', 'NO
            'collect_candidates', 'Node', 'EvidenceGraph', 'evidence_lines', 'graph_summary', 'node_schema',
            'sufficiency_prompt', 'example_graph', 'system_text', 'node_prompt', 'node_errors', 'coerce_node',
            'forced_continue', 'resolver_context', 'raw_evidence_line', 'ranked_retrieval', 'relation_bank',
-           'shuffled_relation', 'MEGRAG', 'candidate_lines', 'single_schema', 'single_prompt', 'select_units',
-           'gold_evidence', 'gold_query', 'gold_reader_context', 'question_composition', 'composition_by_step',
-           'megrag_summary']
+           'shuffled_relation', 'MEGRAG', 'cut_text', 'candidate_lines', 'single_schema', 'single_prompt',
+           'select_units', 'gold_evidence', 'gold_query', 'gold_reader_context', 'question_composition',
+           'composition_by_step', 'megrag_summary']
 
 # %% ../nbs/10_megrag.ipynb #929b6c87
 COMPOSITIONS = {"T": ("triples",), "T+S": ("triples", "sentences"), "T+S+P": ("triples", "sentences", "passages"),
@@ -74,8 +74,19 @@ class MEGRAGConfig(ReaderOptions):
                                                    "id): re-answered by the reader over the selected evidence, or only counted")
     max_selected: int = param(6, "policy=single: most unit ids the policy may select for Z_i", min=1)
     shots: int = param(2, "policy=single: worked examples in the prompt (a distilled student may read none)", min=0, max=2)
+    passage_chars: int = param(0, "policy=single: a candidate passage shown cut to this many characters (title included; 0: "
+                               "whole); its id is kept", min=0)
+    sentence_chars: int = param(0, "policy=single: a candidate sentence or triple shown cut to this many characters (0: whole)",
+                                min=0)
     node_max_new_tokens: int = param(320, "token cap of a node output", min=1)
     seed: int = param(0, "seed of the shuffled-relation draws", min=0)
+
+    def to_dict(self) -> dict:
+        "The parameters as a dict; the candidate caps only when set, so that folders written before they existed still resume."
+        d = super().to_dict()
+        for k in ("passage_chars", "sentence_chars"):
+            if not d[k]: d.pop(k)
+        return d
 
     def __post_init__(self):
         super().__post_init__()                                  # bounds of the numeric parameters
@@ -684,13 +695,23 @@ for _ex in SINGLE_EXAMPLES:   # Z_i of each example: its selected units, for the
     _ex["z"] = {g: [u for u in us if u[0] in _ex["out"]["selected"]] for g, us in _ex["candidates"].items()}
     _ex["z"] = {g: us for g, us in _ex["z"].items() if us}
 
-def candidate_lines(cands: dict, levels=LEVELS) -> str:
+def cut_text(text: str, chars: int = 0) -> str:
+    "`text` cut to at most `chars` characters at a word boundary, `...` marking the cut (`chars=0`: whole)."
+    if not chars or len(text) <= chars: return text
+    head = text[:max(chars - 3, 1)]
+    return (head.rsplit(" ", 1)[0] if " " in head else head) + "..."
+
+def candidate_lines(cands: dict, levels=LEVELS, passage_chars: int = 0, sentence_chars: int = 0) -> str:
     """`C_i` as the single policy reads it: one block per granularity of the coarsest allowed level (`Triples (T):`,
-    `Sentences (S):`, `Passages (P):`), each unit `[id] text` on one line (a passage's title and text joined by `: `)."""
+    `Sentences (S):`, `Passages (P):`), each unit `[id] text` on one line (a passage's title and text joined by `: `),
+    a passage's text cut to `passage_chars` characters and a sentence's or triple's to `sentence_chars` (`cut_text`;
+    0: whole). Every unit keeps its line and id, so a cut never hides a candidate."""
     heads = {"triples": "Triples (T):", "sentences": "Sentences (S):", "passages": "Passages (P):"}
     out = []
     for g in COMPOSITIONS[levels[-1]]:
-        out.append(heads[g]); out += [f"[{u}] " + t.replace("\n", ": ", 1).replace("\n", " ") for u, t in cands.get(g, [])] or ["(none)"]
+        cap = passage_chars if g == "passages" else sentence_chars
+        out.append(heads[g])
+        out += [f"[{u}] " + cut_text(t.replace("\n", ": ", 1).replace("\n", " "), cap) for u, t in cands.get(g, [])] or ["(none)"]
     return "\n".join(out)
 
 def single_schema(levels=LEVELS, with_relation: bool = True, options: list[str] | None = None, max_selected: int = 6,
@@ -703,20 +724,21 @@ def single_schema(levels=LEVELS, with_relation: bool = True, options: list[str] 
     return {"oneOf": [branch(b) for b in base["oneOf"]]}
 
 def single_prompt(x: str, q: str, history: str, cands: dict, with_relation: bool = True, history_of=None, levels=LEVELS,
-                  shots: int = 2) -> list[dict]:
+                  shots: int = 2, passage_chars: int = 0, sentence_chars: int = 0) -> list[dict]:
     """Chat messages of the single policy call `o_i = pi(x, q_i, H_i, C_i)` (MEGRAG paper, §Methodology, Eq. 6): system
     rule, the first `shots` worked examples (their histories rendered by `history_of`, their outputs without a relation when
     `with_relation` is false, as in `node_prompt`), then `x`, `q_i`, `H_i` and `C_i` (`cands`: `{granularity:
-    [(id, text)]}`, shown by `candidate_lines` for the allowed `levels`)."""
+    [(id, text)]}`, shown by `candidate_lines` for the allowed `levels`, cut to `passage_chars` / `sentence_chars`)."""
     history_of = history_of or (lambda g: graph_summary(g, "structured", with_relation))
-    turn = lambda x, q, h, c: f"Initial Query: {x}\nCurrent query: {q}\nHistory:\n{h}\nCandidates:\n" + candidate_lines(c, levels)
+    turn = lambda x, q, h, c, pc=0, sc=0: (f"Initial Query: {x}\nCurrent query: {q}\nHistory:\n{h}\nCandidates:\n"
+                                           + candidate_lines(c, levels, pc, sc))
     msgs = [{"role": "system", "content": system_text(SINGLE_SYSTEM, with_relation)}]
     for j, ex in enumerate(SINGLE_EXAMPLES[:shots]):
         out = {k: v for k, v in ex["out"].items() if with_relation or k != "relation"}
         if out["level"] not in levels: out["level"] = levels[-1]
         msgs += [{"role": "user", "content": turn(ex["x"], ex["q"], history_of(example_graph(SINGLE_EXAMPLES[:j])), ex["candidates"])},
                  {"role": "assistant", "content": json.dumps(out, ensure_ascii=False)}]
-    return msgs + [{"role": "user", "content": turn(x, q, history, cands)}]
+    return msgs + [{"role": "user", "content": turn(x, q, history, cands, passage_chars, sentence_chars)}]
 
 def select_units(cands: Candidates, level: str, ids: list) -> tuple[dict, list]:
     """`(Z_i, dropped)`: the candidates of `level` whose ids are in `ids`, in candidate order, as `{granularity: [(id,
@@ -737,7 +759,8 @@ def levels(self: MEGRAG) -> tuple:
 def policy_prompt(self: MEGRAG, q: Question, query: str, graph: EvidenceGraph, cands: Candidates) -> list[dict]:
     "The single policy's messages for question `q` at the step after `graph`'s nodes: the prompt a distilled student is trained on."
     return single_prompt(q.question, query, self.history(q.qid, graph), cands.of(self.levels()[-1]), self.with_relation,
-                         self.example_history, self.levels(), self.config.shots)
+                         self.example_history, self.levels(), self.config.shots, self.config.passage_chars,
+                         self.config.sentence_chars)
 
 @patch
 def policy_schema(self: MEGRAG, q: Question, step: int | None = None) -> dict:

@@ -229,3 +229,180 @@ def test_model_teacher_examples_are_the_prompts_the_policy_saw(demo, root):
     p2 = Policy([single("T", ["t0.0"], ans="certainly not the answer")])
     (r2,) = teacher_examples(_method(demo, p2, root), [q1])
     assert not r2["kept"] and r2["examples"] == [] and r2["reason"].startswith("final F1 0.00 < 0.5")
+
+
+def test_student_prompt_has_no_worked_example_and_cuts_candidates_keeping_ids(demo, root):
+    "The distillation configuration's prompt: system + the question only, every candidate line kept with its id, long texts cut."
+    from transformers import AutoTokenizer
+    from megrag_kit.megrag import Candidates, single_prompt
+    from megrag_kit.models import smollm2_path
+    cfg = distill_config()
+    assert (cfg.shots, cfg.passage_chars, cfg.sentence_chars) == (0, 300, 160)
+    m = MEGRAG(cfg, Resources(demo, llm=Policy([]), embedder=HashEmbedder(), store_root=root))
+    q = demo.questions[0]
+    long_p = "A Title\n" + " ".join(f"w{i}" for i in range(200))
+    c = Candidates([("p0", long_p), ("p1", "Short\nshort text")], [("s0.0", "x " * 120), ("s0.1", "fine")], [("t0.0", "a | b | c")])
+    msgs = m.policy_prompt(q, q.question, EvidenceGraph(q.question), c)
+    assert [x["role"] for x in msgs] == ["system", "user"] and "Polish-Russian" not in msgs[-1]["content"]
+    lines = msgs[-1]["content"].split("\n")
+    p0 = next(x for x in lines if x.startswith("[p0] "))
+    assert len(p0) <= len("[p0] ") + 300 and p0.endswith("...") and p0.startswith("[p0] A Title: w0 w1")
+    assert "[p1] Short: short text" in lines and "[s0.1] fine" in lines and "[t0.0] a | b | c" in lines
+    assert next(x for x in lines if x.startswith("[s0.0] ")).endswith("...")
+    # the same prompt, token for token, is the training sequence's prefix
+    tok = AutoTokenizer.from_pretrained(smollm2_path())
+    s = serialize(tok, msgs, single("P", ["p0"], ans="w1"))
+    assert s["input_ids"][:s["n_prompt"]] == tok(tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False),
+                                                 add_special_tokens=False)["input_ids"]
+    full = single_prompt(q.question, q.question, "none", c.of("T+S+P"))
+    assert len(full) == 6 and " ".join(f"w{i}" for i in range(200)) in full[-1]["content"]     # the usual prompt: 2 shots, whole texts
+
+
+def test_too_long_examples_are_counted_and_named_not_dropped_silently():
+    from transformers import AutoTokenizer
+    from megrag_kit.distill import serialize_examples
+    from megrag_kit.models import smollm2_path
+    tok = AutoTokenizer.from_pretrained(smollm2_path())
+    ex = lambda qid, n: dict(qid=qid, step=1, kind="hop", messages=[{"role": "user", "content": "word " * n}], target='{"a": 1}')
+    seqs, long = serialize_examples(tok, [ex("a", 5), ex("b", 400), ex("c", 10)], 100)
+    assert [s["qid"] for s in seqs] == ["a", "c"] and long == ["b:1:hop"]
+
+
+def test_answer_hop_makes_a_one_step_example_of_a_supported_question_but_not_of_yes_no():
+    from megrag_kit.distill import answer_hop
+    assert answer_hop(Question("h1", "Which city is X in?", ["Paris"], gold_pids=[3, 4])) == [("Which city is X in?", "Paris")]
+    assert answer_hop(Question("h2", "Are X and Y both French?", ["yes"], gold_pids=[3, 4])) == []
+    assert answer_hop(Question("h3", "Which city is X in?", ["Paris"])) == []
+    q = Question("m", "Who?", ["B"], decomposition=[{"question": "Who is A?", "answer": "B"}])
+    assert gold_hops(q) == [("Who is A?", "B")]
+
+
+def test_batches_are_seeded_length_sorted_and_cover_each_epoch():
+    from megrag_kit.distill import _batches
+    tr = [dict(input_ids=[0] * n) for n in (5, 50, 6, 51, 7, 52, 8, 53, 9, 54)]
+    a, b = _batches(tr, 7, 2, 0), _batches(tr, 7, 2, 0)
+    assert a == b and a != _batches(tr, 7, 2, 1) and len(a) == 7
+    assert sorted(i for bt in a[:5] for i in bt) == list(range(10))      # epoch 1: every example once
+    assert all(abs(len(tr[x]["input_ids"]) - len(tr[y]["input_ids"])) < 45 for x, y in a[:5])   # short with short: 8*batch window sorted
+
+
+def test_lora_targets_of_the_top_layers_only():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from megrag_kit.distill import lora_targets
+    m = LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=5, num_attention_heads=2,
+                                     num_key_value_heads=2))
+    assert len(lora_targets(m)) == 20 and len(lora_targets(m, 2)) == 8
+    assert all(".layers.3." in n or ".layers.4." in n for n in lora_targets(m, 2))
+
+
+def test_adapter_hash_is_deterministic_and_sensitive_to_every_byte(tmp_path):
+    from megrag_kit.distill import adapter_hash
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir(); (tmp_path / d / "adapter_config.json").write_text('{"r": 8}')
+        (tmp_path / d / "adapter_model.safetensors").write_bytes(bytes(range(256)))
+    assert adapter_hash(tmp_path / "a") == adapter_hash(tmp_path / "b") == adapter_hash(tmp_path / "a")
+    (tmp_path / "b" / "adapter_model.safetensors").write_bytes(bytes(range(255)) + b"\x00")
+    assert adapter_hash(tmp_path / "a") != adapter_hash(tmp_path / "b")
+    (tmp_path / "b" / "manifest.json").write_text("{}")         # the manifest is not part of the adapter's identity
+    (tmp_path / "a" / "manifest.json").write_text('{"x": 1}')
+    (tmp_path / "b" / "adapter_model.safetensors").write_bytes(bytes(range(256)))
+    assert adapter_hash(tmp_path / "a") == adapter_hash(tmp_path / "b")
+    with pytest.raises(FileNotFoundError): adapter_hash(tmp_path)
+
+
+def _tables_cells(**given):
+    "The parameters and set-up cells of nbs/50_megrag_tables.ipynb run with `given` over the parameters: their namespace."
+    nb = json.loads((Path(__file__).parents[1] / "nbs" / "50_megrag_tables.ipynb").read_text())
+    code = {c.get("id"): "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"}
+    ns = {}
+    exec(code["d43fa94f"], ns); ns.update(given); exec(code["c80a18bb"], ns)
+    return ns
+
+
+def test_tables_notebook_uses_the_shipped_student_with_its_own_procedure(monkeypatch, tmp_path):
+    "Table 1's distilled row and Table 3's w/o-SFT row: the shipped adapter for its base, the student's procedure for both."
+    import megrag_kit.distill as D
+    from megrag_kit.distill import DISTILL_DEFAULTS
+    monkeypatch.setattr(D, "STUDENT_DIR", tmp_path)
+    ns = _tables_cells()
+    assert ns["student"] == "" and ns["params"]["student"] == ""                   # no adapter files: the rows say "not run"
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"x")
+    ns = _tables_cells()
+    assert ns["student"] == f"smollm2-135m+lora:{tmp_path}" and ns["student_base"] == "smollm2-135m"
+    assert ns["params"]["student"] == ns["student"]
+    assert ns["student_opts"] == {**ns["megrag"], **DISTILL_DEFAULTS} and ns["student_opts"]["shots"] == 0
+    ns = _tables_cells(llm="py:fakes:ScriptedPolicy")                              # another base: the shipped adapter does not apply
+    assert ns["student"] == ""
+    ns = _tables_cells(student="py:fakes:ScriptedPolicy", megrag={"n_p": 5, "budget": 2})
+    assert ns["student"] == "py:fakes:ScriptedPolicy" and ns["student_opts"]["budget"] == 2 and ns["student_opts"]["n_p"] == 3
+
+
+def test_shipped_student_adapter_and_manifest_are_in_the_package():
+    from megrag_kit.distill import STUDENT_DIR, adapter_hash, shipped_student
+    if not (STUDENT_DIR / "adapter_model.safetensors").exists(): pytest.skip("no shipped adapter in this checkout")
+    man = json.loads((STUDENT_DIR / "manifest.json").read_text())
+    assert man["adapter_sha256"] == adapter_hash(STUDENT_DIR)                     # the files are the ones the manifest describes
+    assert man["base"].startswith("smollm2-135m-instruct-q4_1@") and man["val_loss"] is not None and man["examples_by_source"]
+    assert shipped_student().endswith(str(STUDENT_DIR.name)) and shipped_student("hf:/elsewhere") is None
+
+
+def test_gold_selection_reads_the_text_the_policy_is_shown():
+    "An answer past a candidate's cut is not in what the student sees: the teacher does not select that unit."
+    from megrag_kit.distill import gold_selection
+    from megrag_kit.megrag import Candidates
+    c = Candidates([("p1", "T\n" + "x " * 200 + "Paris")], [("s1.0", "y " * 100 + "Paris"), ("s1.1", "Paris is here")], [("t1.0", "a | b")])
+    assert gold_selection(c, "Paris") == ("T+S", ["s1.0", "s1.1"])
+    assert gold_selection(c, "Paris", passage_chars=300, sentence_chars=160) == ("T+S", ["s1.1"])
+    assert gold_selection(Candidates(c.passages, c.sentences[:1], []), "Paris", passage_chars=300, sentence_chars=160) is None
+
+
+@pytest.mark.slow
+def test_same_seed_and_data_give_the_same_adapter_hash_and_a_resumed_run_matches_an_unbroken_one(musique, tmp_path):
+    "Retrained from scratch: the same adapter bytes; trained 2 steps, then continued to 4: the same bytes as 4 unbroken steps."
+    from megrag_kit.distill import adapter_hash
+    ds, sroot = musique
+    llm = ScriptedLLM(openie); llm.model_id = f"scripted-{uuid.uuid4().hex}"
+    m = MEGRAG(distill_config({"n_s": 2, "n_t": 2}), Resources(ds, llm=llm, embedder=HashEmbedder(), store_root=sroot))
+    recs = [r for r in gold_examples(m, ds.questions[:12]) if r["examples"]][:2]
+    data = tmp_path / "ex.jsonl"
+    with JsonlAppender(data) as log:
+        for r in recs: log.write(r)
+    cfg = lambda steps: TrainConfig(steps=steps, batch=2, rank=2, alpha=4, val_frac=0.0, save_every=1, layers=2)
+    a = train(data, tmp_path / "a", cfg=cfg(4), progress=False)
+    b = train(data, tmp_path / "b", cfg=cfg(4), progress=False)
+    assert a["adapter_sha256"] == b["adapter_sha256"] == adapter_hash(tmp_path / "a") and a["losses"] == b["losses"]
+    train(data, tmp_path / "c", cfg=cfg(2), progress=False)
+    c = train(data, tmp_path / "c", cfg=cfg(4), progress=False)          # continues from the step-2 checkpoint
+    assert c["adapter_sha256"] == a["adapter_sha256"] and c["steps"] == 4
+    with pytest.raises(DataError, match="past steps=3"): train(data, tmp_path / "c", cfg=cfg(3), progress=False)
+
+
+def test_batch_loss_on_the_output_positions_equals_the_models_own_loss():
+    "The head applied at the labelled positions only: the same mean cross-entropy as the model's loss over the labels."
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from megrag_kit.distill import _batch_loss
+    torch.manual_seed(0)
+    m = LlamaForCausalLM(LlamaConfig(vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                     num_key_value_heads=2)).eval()
+    class Tok: pad_token_id, eos_token_id = 0, 0
+    seqs = [dict(input_ids=[5, 6, 7, 8, 9, 10], labels=[-100, -100, -100, 8, 9, 10]), dict(input_ids=[11, 12, 13, 14], labels=[-100, -100, 13, 14])]
+    ids = torch.tensor([[5, 6, 7, 8, 9, 10], [11, 12, 13, 14, 0, 0]])
+    lab = torch.tensor([[-100, -100, -100, 8, 9, 10], [-100, -100, 13, 14, -100, -100]])
+    att = torch.tensor([[1] * 6, [1, 1, 1, 1, 0, 0]])
+    with torch.no_grad():
+        ref = m(input_ids=ids, attention_mask=att, labels=lab).loss
+        assert torch.allclose(_batch_loss(m, Tok(), seqs), ref, atol=1e-6)
+
+
+def test_adapter_config_is_normalized_to_machine_independent_bytes(tmp_path):
+    "The cache path of the base and peft's set order of target modules do not reach the adapter's hash."
+    from megrag_kit.distill import adapter_hash, normalize_adapter_config
+    for d, path, mods in (("a", "/root/.cache/x", ["q_proj", "k_proj"]), ("b", "/home/u/.cache/y", ["k_proj", "q_proj"])):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "adapter_config.json").write_text(json.dumps({"target_modules": mods, "base_model_name_or_path": path, "r": 8}))
+        (tmp_path / d / "adapter_model.safetensors").write_bytes(b"w")
+    assert adapter_hash(tmp_path / "a") != adapter_hash(tmp_path / "b")
+    for d in ("a", "b"): normalize_adapter_config(tmp_path / d, "smollm2-135m")
+    assert adapter_hash(tmp_path / "a") == adapter_hash(tmp_path / "b")
+    assert json.loads((tmp_path / "a" / "adapter_config.json").read_text())["target_modules"] == ["k_proj", "q_proj"]
