@@ -1027,11 +1027,15 @@ class LlamaCppChatModel(ChatModel):
                       repeat_penalty=1.0, stop=stop or [], seed=seed if temperature > 0 else None)
             if json_schema is not None: kw["grammar"] = self._grammar(json_schema)
             try:
-                with self._call_lock: r = self.llm.create_completion(self.render(m), **kw)
+                with self._call_lock:
+                    t0 = time.perf_counter()           # one prompt at a time: each call is timed on its own
+                    r = self.llm.create_completion(self.render(m), **kw)
+                    dt = time.perf_counter() - t0
             except ValueError as e:            # e.g. a prompt longer than the context
                 out.append(ModelCallError(f"llama.cpp ({self.path.name}): {e}")); continue
             ch, u = r["choices"][0], r.get("usage") or {}
-            out.append(Generation(ch["text"].strip(), u.get("prompt_tokens"), u.get("completion_tokens"), finish_reason=ch.get("finish_reason")))
+            out.append(Generation(ch["text"].strip(), u.get("prompt_tokens"), u.get("completion_tokens"), latency_s=dt,
+                                  finish_reason=ch.get("finish_reason")))
         return out
 
 def _load_llamacpp(spec: str, device: str = "auto", **kw) -> LlamaCppChatModel:

@@ -17,13 +17,16 @@ from .runner import read_predictions, run as run_questions, versions
 __all__ = ['PAPER', 'COMMON_PARAMS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset', 'check_params',
            'build_model', 'hardware', 'default_out', 'markdown_table', 'Experiment', 'termination_counts', 'savings',
            'structure', 'ExperimentError', 'notebooks_dir', 'notebook_params', 'profile_datasets', 'check_datasets',
-           'reproduce']
+           'publish_figures', 'reproduce']
 
 # %% ../nbs/95_reproduce.ipynb #eaa5efbe
 PAPER = {
     "megrag": {
         "source": "MEGRAG paper, Tables 1-3 and §Experiments (Qwen3-8B unless noted)",
         "table1": {"2wikimultihopqa": {"f1": 76.34, "em": 68.70}, "hotpotqa": {"f1": 76.95, "em": 61.90}, "musique": {"f1": 55.15, "em": 44.90}},
+        # Table 1's Direct Model and NativeRAG rows, Qwen3-8B block, (F1, EM) per dataset (same layout as table3)
+        "table1_baselines": {"direct": {"2wikimultihopqa": (28.51, 25.00), "hotpotqa": (25.29, 17.00), "musique": (8.35, 2.30)},
+                             "native_rag": {"2wikimultihopqa": (32.10, 28.90), "hotpotqa": (52.20, 35.20), "musique": (17.10, 10.20)}},
         "table2_musique": {"full": {"f1": 62.01, "em": 51.80}, "no_relation": {"f1": 60.40, "em": 50.20},
                            "shuffled_relation": {"f1": 59.10, "em": 48.60}},                       # Qwen3-Max, prompt-only
         "table3": {"full": {"2wikimultihopqa": (76.34, 68.70), "hotpotqa": (76.95, 61.90), "musique": (55.15, 44.90)},
@@ -37,6 +40,12 @@ PAPER = {
                     "musique": {"calls saved %": 58.10, "tokens saved %": 59.50, "delta F1": 0.04}},
         "figure4_musique": {"2": {"T+S+P": 19.44}, "4": {"T+S+P": 53.06}},                       # % of questions using all three
         "figure5_musique": {"2": {"f1": 65.4, "mean_steps": 1.447}, "4": {"f1": 37.9, "mean_steps": 2.497}},
+        # Figures 4-5 for the other datasets: the text states their shape, not their bars (§Adaptive Behavior)
+        "figure45_text": {"2wikimultihopqa": "bridge-comparison questions take more retrieval steps and stay triple-dominant; "
+                                             "compositional questions use passages more often",
+                          "hotpotqa": "structures are largely triple-dominant and shallow",
+                          "musique": "all three granularities 19.44% of 2-hop -> 53.06% of 4-hop questions; "
+                                     "depth 1.447 -> 2.497 steps; F1 65.4 -> 37.9"},
         "figure6_2wiki": {"latency_s": 11.5, "f1": 76.34},
         "budget_musique": {1: {"f1": 48.50, "budget_exhausted": 48.4, "mean_steps": 1.000},
                            4: {"f1": 55.15, "budget_exhausted": 2.8, "mean_steps": 1.676}},
@@ -48,6 +57,14 @@ PAPER = {
         "rows": {"full": "CARA* (Tables 1, 3, 4)", "no_causal": "w/o C (Table 3)", "count": "count-based (Table 3)",
                  "no_causal_count": "ARK = w/o C, count-based (Tables 1, 3, 4)", "global_search": "BM25 (Table 1)"},
         "figure2_prime_bertscore": {30: 42.1, 150: 41.6},                                       # 3 agents, by T_max
+        # Figure 2's panels are Recall@20 and BERTScore (§5.3); the text gives no Recall@20 value, only its shape
+        "figure2_text": {"recall@20": "rises with the agents (Amazon, Prime); marginal gains from T_max 30 to 150",
+                         "bertscore": "m = 3: rises fast at small budgets, stable beyond T_max = 30; Prime 42.1 -> 41.6"},
+        # Table 5 (settings of the implementation): its cells are not in the text; the settings §4.2 and Tables 1-4 state
+        "table5": {"backbone": "Qwen3.8-27B (agents, causal module and answer generator), vLLM, thinking disabled",
+                   "agents": 3, "t_max": 150, "global_search_k": 30, "neighbors_k": 20, "lambda": 0.5, "alpha": 0.5,
+                   "agent_temperature": 1.0, "other_temperature": 0.0, "global_search": "BM25 over node text",
+                   "fusion": "reciprocal rank fusion (ties: the better best rank first)"},
     },
     "evireform": {
         "source": "EviReform appendix (DeepSeek-V4-Flash at retrieval, BGE-M3; the full benchmarks), text of A.2-A.10",
@@ -74,6 +91,16 @@ PAPER = {
         # Figure A.3: MuSiQue, the full method on the first 200 questions as the index grows over 1,000 questions' paragraphs
         "growth_musique": {200: dict(r1=33.71, r5=76.46, r10=86.96, r20=89.92), 1000: dict(r1=30.67, r5=72.58, r10=80.54, r20=85.50)},
         "growth_musique_passages": [3254, 5833, 8064, 9842, 11656],
+        # Table A.1 / Figure A.1: EviReform minus the strongest other system per metric (R@5, R@10, F1, EM), paired
+        # bootstrap; the text names the strongest systems and the one interval that overlaps zero
+        "table_a1": {"2wikimultihopqa": dict(closest_recall="GeAR", closest_qa="GeAR"),
+                     "hotpotqa": dict(closest_recall="NV-Embed-v2", closest_qa="GeAR", em_ci=(-0.50, 3.60)),
+                     "musique": dict(closest_recall="NV-Embed-v2", closest_qa="GeAR")},
+        "table_a1_text": "11 of the 12 paired intervals are strictly above zero; only HotpotQA EM overlaps zero, [-0.50, 3.60]",
+        # Table A.11: R@5 change of other embedding models against BGE-M3 (points), their range, and the retrieval LLM
+        "table_a11": {"2wikimultihopqa": dict(qwen3_r5=0.55, nv_embed_r5=0.70, range_r5=0.70, gpt_r5=0.10, gpt_r20=-0.55),
+                      "hotpotqa": dict(qwen3_r5=-0.95, nv_embed_r5=0.60, range_r5=1.55, gpt_r5=-0.15, gpt_r20=-1.10),
+                      "musique": dict(qwen3_r5=-0.04, nv_embed_r5=5.90, range_r5=5.93, gpt_r5=5.72, gpt_r20=0.03)},
     },
 }
 
@@ -133,12 +160,16 @@ def default_out(profile: str = "demo") -> Path:
     root = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "settings.ini").exists()), Path.cwd())
     return root / "runs" / f"reproduce-{profile}"
 
-def markdown_table(df) -> str:
-    "A pandas DataFrame as a Markdown table (floats with 2 decimals, counts `n` and budgets `B` as integers, missing values empty)."
+def markdown_table(df, ints=()) -> str:
+    """A pandas DataFrame as a Markdown table: floats with 2 decimals; as integers the counts `n`, the budgets `B`, the
+    columns named in `ints` and those of an integer dtype (`Int64` keeps a count column with missing cells integral:
+    a paper's count prints "459", not "459.00"); missing values (`None`, NaN, `pd.NA`) empty."""
     import math
+    import pandas as pd
+    whole = {c for c in df.columns if c in ("n", "B") or c in ints or pd.api.types.is_integer_dtype(df[c].dtype)}
     def cell(v, col):
-        if v is None or (isinstance(v, float) and math.isnan(v)): return ""
-        if isinstance(v, float): return str(int(v)) if col in ("n", "B") and v.is_integer() else f"{v:.2f}"
+        if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)): return ""
+        if isinstance(v, float): return str(int(v)) if col in whole and v.is_integer() else f"{v:.2f}"
         return str(v).replace("|", "\\|")
     head = "| " + " | ".join(map(str, df.columns)) + " |"
     return "\n".join([head, "|" + "---|" * len(df.columns)] +
@@ -201,10 +232,10 @@ class Experiment:
                               **({"index_passages": len(passages)} if passages is not None else {})))
         return s, rows
 
-    def table(self, df, name: str, caption: str = "") -> list[Path]:
-        "Save a pandas DataFrame as `tables/NAME.md` (Markdown, `caption` above it) and `tables/NAME.csv`; returns both paths."
+    def table(self, df, name: str, caption: str = "", ints=()) -> list[Path]:
+        "Save a pandas DataFrame as `tables/NAME.md` (Markdown, `caption` above it; `ints`: count columns, see `markdown_table`) and `tables/NAME.csv`; returns both paths."
         md, csv = self.out / "tables" / f"{name}.md", self.out / "tables" / f"{name}.csv"
-        md.write_text((f"{caption}\n\n" if caption else "") + markdown_table(df) + "\n"); df.to_csv(csv, index=False)
+        md.write_text((f"{caption}\n\n" if caption else "") + markdown_table(df, ints) + "\n"); df.to_csv(csv, index=False)
         self.outputs += [str(md), str(csv)]
         return [md, csv]
 
@@ -323,8 +354,21 @@ def check_datasets(names, profile: str = "") -> dict:
                               "--param dataset=demo")
     return got
 
+def publish_figures(src, dest) -> list[Path]:
+    """Copy every figure image (`*.png`) of the folder `src` (a reproduction's `figures/`) into `dest`, removing the
+    images in `dest` that `src` no longer has, so `dest` holds exactly the figures of the last reproduction; returns
+    the copied paths, sorted. `FileNotFoundError` when `src` is not a folder."""
+    import shutil
+    src, dest = Path(src), Path(dest)
+    if not src.is_dir(): raise FileNotFoundError(f"publish_figures: {src} is not a folder of figures")
+    dest.mkdir(parents=True, exist_ok=True)
+    names = sorted(p.name for p in src.glob("*.png"))
+    for old in dest.glob("*.png"):
+        if old.name not in names: old.unlink()
+    return [Path(shutil.copyfile(src / n, dest / n)) for n in names]
+
 def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict | None = None, out=None,
-              progress: bool = True, kernel: str = "python3", check: bool = False) -> dict:
+              progress: bool = True, kernel: str = "python3", check: bool = False, figures_dir=None) -> dict:
     """Execute the experiment notebooks (`EXPERIMENTS`, or the names in `only`) with papermill under `profile`'s
     parameters updated by `params`; returns `{name: {"notebook": executed path, "outputs": [paths], "wall_s": s}}`.
 
@@ -334,7 +378,11 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     `paper`'s, meant for a GPU) are validated in seconds before hours of runs; `notebook` is then `None` and
     `outputs` empty. `ValueError` for an unknown profile,
     experiment name or parameter (naming the valid ones); a notebook that fails raises `ExperimentError` naming the
-    error and its executed copy (kept, up to the failing cell)."""
+    error and its executed copy (kept, up to the failing cell).
+
+    After a full run (every experiment) the figures are copied (`publish_figures`) to `figures_dir`; by default, for
+    the `demo` profile written to its default folder, to `figures/reproduce-demo/` of the repository (the README and
+    the documentation link them from there); `figures_dir=False` copies nothing."""
     import papermill as pm
     if profile not in PROFILES: raise ValueError(f"unknown profile {profile!r}; one of {list(PROFILES)}")
     names = list(only or EXPERIMENTS)
@@ -364,4 +412,8 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
             raise ExperimentError(f"{n} failed: {e.ename}: {e.evalue} (the executed notebook, up to the failing cell: {dest})") from None
         rec = json.loads((out / "results" / f"{n}.json").read_text())
         done[n] = dict(notebook=str(dest), outputs=rec["outputs"], wall_s=round(time.perf_counter() - t0, 1))
+    if figures_dir is None and profile == "demo" and out == default_out(profile) and not only: figures_dir = root / "figures" / f"reproduce-{profile}"
+    if figures_dir and not check:
+        copied = publish_figures(out / "figures", figures_dir)
+        if progress: print(f"copied {len(copied)} figures to {figures_dir}", flush=True)
     return done
