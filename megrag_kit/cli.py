@@ -218,7 +218,8 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
               check: bool = typer.Option(False, "--check", help="validate the parameters only (each notebook's check cells); answer nothing")):
     """Regenerate the papers' tables and figures by executing the experiment notebooks with papermill.
 
-    Prints each notebook as it starts, then where every table, figure and executed notebook went. Exit status 1
+    Prints each notebook as it starts, then where every table, figure and executed notebook went; a full demo run
+    into the default folder also copies its figures to figures/reproduce-demo/ (the README links them). Exit status 1
     when a notebook fails (its executed copy shows the failing cell), 2 for an unknown profile, experiment or parameter."""
     from megrag_kit.reproduce import ExperimentError, reproduce as run_all
     extra = {}
