@@ -14,9 +14,10 @@ from .models import ChatModel, Cost, Embedder, StructuredOutputError, cost_phase
 from .retrievers import INDEX_TYPES, BM25Index, DenseIndex, IndexMismatchError, _check_k, slug
 
 # %% auto #0
-__all__ = ['TRIPLE_SCHEMA', 'OPENIE_EXAMPLES', 'OPENIE_STOP', 'split_sentences', 'SentenceView', 'ExtractedView', 'openie_prompt',
-           'is_grounded', 'parse_triples', 'EvidenceStore', 'ParserOpenIE', 'ParsedView', 'default_parser',
-           'parser_triple_view']
+__all__ = ['TRIPLE_SCHEMA', 'OPENIE_EXAMPLES', 'OPENIE_STOP', 'VIEW_FACTORIES', 'split_sentences', 'SentenceView',
+           'ExtractedView', 'openie_prompt', 'is_grounded', 'parse_triples', 'EvidenceStore', 'ParserOpenIE',
+           'ParsedView', 'default_parser', 'parser_triple_view', 'RestrictedStore', 'restrict', 'register_view',
+           'named_view']
 
 # %% ../nbs/04_index.ipynb #360b41cd
 _segmenter = None
@@ -556,3 +557,70 @@ def parser_triple_view(store) -> ParsedView:
     "The evidence store's `triple` view filled by `default_parser()`, in `store.triples_path()`."
     return ParsedView("triple", "t", default_parser(), store.contents, store.triples_path(), key="triples", batch=64,
                       mode=store.openie, from_json=tuple, render=" | ".join, desc="parser OpenIE", show_progress=store.show_progress)
+
+# %% ../nbs/04_index.ipynb #b8d0d742
+class RestrictedStore:
+    """An `EvidenceStore` whose passage searches see only the passage ids in `allowed` (the index of one level of the
+    index-growth experiment of *EviReform: Evidence-Guided Query Reformulation for Multi-Hop Graph Retrieval*,
+    Appendix: index growth, Figure A.3).
+
+    `search(queries, k)` and `search_bm25(queries, k)` return, per query, the best `k` allowed passages as
+    `[(pid, score), ...]` with the base store's scores and order; the result is exact (the base search is asked for
+    `k` plus the number of excluded passages, so no allowed passage can be crowded out). Every other attribute
+    (passages, views, extracted files, embedder, root) is the base store's, so extraction done at one level is
+    reused at every other. `ValueError` for an empty `allowed`, an id outside the corpus, or `k < 1`."""
+    def __init__(self, store, allowed):
+        n = len(store.passages)
+        self.base, self.allowed = store, frozenset(int(p) for p in allowed)
+        if not self.allowed: raise ValueError("RestrictedStore: no allowed passage")
+        if bad := sorted(p for p in self.allowed if not 0 <= p < n):
+            raise ValueError(f"RestrictedStore: passage ids outside the corpus of {n} passages, e.g. {bad[:3]}")
+
+    def __getattr__(self, name): return getattr(self.base, name)
+
+    def _within(self, search, queries: list[str], k: int):
+        k, n = _check_k(k), len(self.base.passages)
+        hits = search(queries, min(n, k + n - len(self.allowed)))
+        return [[(p, s) for p, s in h if p in self.allowed][:k] for h in hits]
+
+    def search(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
+        "Dense top-`k` allowed passages per query, best first (see `EvidenceStore.search`)."
+        return self._within(self.base.search, queries, k)
+
+    def search_bm25(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
+        "BM25 top-`k` allowed passages per query, best first, positive scores only (see `EvidenceStore.search_bm25`)."
+        return self._within(self.base.search_bm25, queries, k)
+
+    def __repr__(self): return f"RestrictedStore({len(self.allowed)} of {len(self.base.passages)} passages)"
+
+def restrict(resources, passages):
+    """`resources` (a `megrag_kit.method.Resources`) with its evidence store replaced by a `RestrictedStore` over
+    `passages` (in place; returned for chaining). Build the methods after calling this, since a method reads
+    `resources.store` when it first searches."""
+    resources.__dict__["store"] = RestrictedStore(resources.store, passages)
+    return resources
+
+# %% ../nbs/04_index.ipynb #b8ffd076
+VIEW_FACTORIES: dict[str, Callable] = {}   # view name -> factory(store, mode=..., batch=...) -> the store's view
+
+def register_view(name: str, factory: Callable) -> Callable:
+    """Register `factory(store, mode="lazy", batch=8)`, which makes (or returns) the view `name` of a store, so that
+    `named_view` can build it by name; a method module calls this at import for each view it defines. Registering the
+    same function again (a re-run notebook cell) is allowed; `ValueError` for a name taken by another factory or one
+    of the store's own views (`sentence`, `triple`). Returns `factory`."""
+    if name in ("sentence", "triple"): raise ValueError(f"view name {name!r} is the store's own view")
+    old = VIEW_FACTORIES.get(name)
+    if old is not None and getattr(old, "__qualname__", old) != getattr(factory, "__qualname__", factory):
+        raise ValueError(f"view name {name!r} is taken by {old.__module__}.{old.__qualname__}")
+    VIEW_FACTORIES[name] = factory
+    return factory
+
+def named_view(store, name: str, mode: str = "lazy", batch: int = 8):
+    """The view `name` of `store`: its own `sentence` and `triple` views, or the one a registered factory makes
+    (`mode`, `batch`: passed to the factory). `ValueError` naming the registered views for an unknown name (a method
+    module registers its views when imported: `megrag_kit.method.discover()` imports them all)."""
+    if name == "sentence": return store.view("sentence")
+    if name == "triple": return store.triple_view
+    if name not in VIEW_FACTORIES:
+        raise ValueError(f"unknown view {name!r}; registered: {', '.join(['sentence', 'triple', *sorted(VIEW_FACTORIES)])}")
+    return VIEW_FACTORIES[name](store, mode=mode, batch=batch)

@@ -18,7 +18,8 @@ __all__ = ['SPECIAL_TOKENS_END', 'MODEL_FILES', 'SMOLLM2_GGUF', 'RESPONSE_FORMAT
            'json_present', 'StructuredOutputError', 'ModelCallError', 'file_sha256', 'model_identity', 'smollm2_path',
            'HFChatModel', 'proxy_for', 'fold_system', 'OpenAIChatModel', 'parse_json', 'parse_structured', 'structured',
            'Embedder', 'minilm_path', 'STEmbedder', 'OpenAIEmbedder', 'check_llm_options', 'check_model_spec',
-           'load_llm', 'load_embedder', 'gguf_file', 'anchored_patterns', 'LlamaCppChatModel']
+           'load_llm', 'load_embedder', 'gguf_file', 'anchored_patterns', 'LlamaCppChatModel', 'adapter_hash',
+           'load_student']
 
 # %% ../nbs/02_models.ipynb #639aa653
 @dataclass
@@ -890,12 +891,11 @@ def load_llm(spec: str = "smollm2-135m", device: str = "auto", **kw) -> ChatMode
     `hf:/path/to/model` or a bare model folder (a local Hugging Face model, `HFChatModel`), or `openai:URL#MODEL`
     (an OpenAI-compatible server, `OpenAIChatModel`); any of the local forms plus `@llamacpp` (`smollm2-135m@llamacpp`,
     `/path/model.gguf@llamacpp`) runs a GGUF with llama.cpp (`LlamaCppChatModel`); `BASE+lora:PATH` is a distilled
-    student (`distill.load_student`). `device` is auto|cpu|cuda (ignored for a server); extra keywords (`cache`,
+    student (`load_student`). `device` is auto|cpu|cuda (ignored for a server); extra keywords (`cache`,
     `batch_size`, `dtype`, `concurrency`, and the `LLM_OPTIONS`) go to the backend. `ValueError` for an unknown spec."""
     if spec.startswith("openai:"): return OpenAIChatModel(*_split_openai(spec), **kw)  # device: the server's business
     if spec.endswith(LLAMACPP_SUFFIX): return _load_llamacpp(spec, device, **kw)
     if "+lora:" in spec:                             # BASE+lora:PATH, a distilled student (its id includes the adapter hash)
-        from megrag_kit.distill import load_student
         return load_student(spec, device, **kw)
     if spec in ("smollm2-135m", "smollm2"): return HFChatModel(smollm2_path(), device, model_id="smollm2-135m-instruct-q4_1", **kw)
     path = spec[3:] if spec.startswith("hf:") else spec
@@ -1030,3 +1030,27 @@ def _load_llamacpp(spec: str, device: str = "auto", **kw) -> LlamaCppChatModel:
     "The `LlamaCppChatModel` of a `...@llamacpp` spec (see `load_llm`)."
     path, name = _llamacpp_target(spec)
     return LlamaCppChatModel(path, device, name=name, **kw)
+
+# %% ../nbs/02_models.ipynb #68af4163
+def adapter_hash(path) -> str:
+    """sha256 (hex) over an adapter folder's `adapter_config.json` and `adapter_model.*` files (names and bytes, in
+    name order); `FileNotFoundError` if there are none."""
+    files = sorted(f for f in Path(path).glob("adapter_*") if f.is_file())
+    if not files: raise FileNotFoundError(f"no adapter (adapter_config.json, adapter_model.safetensors) in {path}")
+    h = hashlib.sha256()
+    for f in files: h.update(f.name.encode()); h.update(f.read_bytes())
+    return h.hexdigest()
+
+def load_student(spec: str, device: str = "auto", **kw) -> HFChatModel:
+    """A `BASE+lora:PATH` spec as an `HFChatModel`: `BASE` loaded by `load_llm`, the LoRA adapter in `PATH` merged in
+    (`peft`), `model_id = '<base id>+lora@<adapter hash[:12]>'`, and `openie_llm` the untouched base model (for the
+    triple view). `ValueError` for a spec without `+lora:`; `FileNotFoundError` for a folder without an adapter."""
+    base_spec, sep, path = spec.partition("+lora:")
+    if not sep or not path: raise ValueError(f"expected BASE+lora:PATH, got {spec!r}")
+    h = adapter_hash(path)
+    m = load_llm(base_spec, device, **kw)
+    openie = load_llm(base_spec, device, **kw)
+    from peft import PeftModel
+    m.model = PeftModel.from_pretrained(m.model, path).merge_and_unload().eval()
+    m.model_id, m.openie_llm, m.adapter = f"{m.model_id}+lora@{h[:12]}", openie, str(Path(path).resolve())
+    return m

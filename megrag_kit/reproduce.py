@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from .core import DataError, stable_hash, set_seed, resolve_device
 from .data import load_dataset
+from .index import restrict
 from .method import ConfigError, Resources, build_method, get_method
 from .runner import read_predictions, run as run_questions, versions
 
@@ -178,7 +179,6 @@ class Experiment:
         ds = dataset or self.params["dataset"]; lim = limit or self.params["limit"]
         res = self.resources(ds, llm)
         if passages is not None:
-            from megrag_kit.evireform import restrict
             passages = sorted({int(p) for p in passages}); res.store                 # the base store is built once and shared
             res = restrict(copy.copy(res), passages)
         m = build_method(method, options or {}, res)

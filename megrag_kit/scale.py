@@ -10,8 +10,9 @@ from pathlib import Path
 from .core import Dataset, resolve_device, set_seed
 from .data import load_dataset
 from .jsonl import JsonlAppender, read_jsonl
+from .index import VIEW_FACTORIES, named_view
 from .models import Cost
-from .method import Resources, build_method, get_method
+from .method import Resources, build_method, discover, get_method
 from .runner import read_predictions, run as run_questions
 
 # %% auto #0
@@ -84,13 +85,13 @@ def _resources(job: dict) -> Resources:
     return _WORKER[key]
 
 def _view(job: dict):
-    "The job's extracted view (`triple` or `proposition`) over the worker's store."
+    "The job's extracted view (`triple`, or a view a method registers, such as `proposition`) over the worker's store."
     store = _resources(job).store
     if job["view"] == "triple":
         if "triple" not in store.views: store.openie_batch = job.get("openie_batch", store.openie_batch)
         return store.triple_view
-    from megrag_kit.evireform import proposition_view
-    return proposition_view(store, "lazy", job.get("view_batch", 8))
+    if job["view"] not in VIEW_FACTORIES: discover()       # the method modules register their views when imported
+    return named_view(store, job["view"], "lazy", job.get("view_batch", 8))
 
 def _describe(job: dict) -> dict:
     "Where the job's view lives and how it batches: `{path, key, batch, name}` (builds the worker's model)."
