@@ -15,7 +15,8 @@ import scipy.sparse as sp
 from .core import Dataset, Passage, Question, content_words, unit_id
 from .models import Cost, StructuredOutputError, parse_json, structured
 from .retrievers import _check_k, slug
-from .index import EvidenceStore, ExtractedView, ParsedView, RestrictedStore, default_parser, register_view, restrict
+from .index import (EvidenceStore, ExtractedView, ParsedView, RestrictedStore, default_parser, register_view,
+                              restrict)
 from .gold import fill_hop, gold_hops, has_gold
 from .method import Answer, ConfigError, Method, ReaderOptions, Resources, param, register
 

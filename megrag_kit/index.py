@@ -5,19 +5,21 @@
 # %% ../nbs/04_index.ipynb #1a65a6d0
 from __future__ import annotations
 import json, os, time, warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ClassVar
 from tqdm.auto import tqdm
-from .core import UNIT_KINDS, Dataset, Heartbeat, cache_dir, content_words, parse_unit_id, unit_id
+from .core import (UNIT_KINDS, Dataset, Heartbeat, check_choice, cache_dir, content_words, parse_unit_id,
+                             unit_id)
 from .jsonl import JsonlAppender, _glued
 from .models import ChatModel, Cost, Embedder, StructuredOutputError, cost_phase, parse_json
 from .retrievers import INDEX_TYPES, BM25Index, DenseIndex, IndexMismatchError, _check_k, slug
 
 # %% auto #0
-__all__ = ['TRIPLE_SCHEMA', 'OPENIE_EXAMPLES', 'OPENIE_STOP', 'VIEW_FACTORIES', 'split_sentences', 'SentenceView',
-           'ExtractedView', 'openie_prompt', 'is_grounded', 'parse_triples', 'EvidenceStore', 'ParserOpenIE',
-           'ParsedView', 'default_parser', 'parser_triple_view', 'RestrictedStore', 'restrict', 'register_view',
-           'named_view']
+__all__ = ['TRIPLE_SCHEMA', 'OPENIE_EXAMPLES', 'OPENIE_STOP', 'OPENIE_MODES', 'OPENIE_BACKENDS', 'CHUNKINGS', 'VIEW_FACTORIES',
+           'split_sentences', 'SentenceView', 'ExtractedView', 'openie_prompt', 'is_grounded', 'parse_triples',
+           'StoreOptions', 'EvidenceStore', 'ParserOpenIE', 'ParsedView', 'default_parser', 'parser_triple_view',
+           'RestrictedStore', 'restrict', 'register_view', 'named_view']
 
 # %% ../nbs/04_index.ipynb #360b41cd
 _segmenter = None
@@ -264,6 +266,42 @@ def parse_triples(text: str, passage: str | None = None) -> list[tuple[str, str,
     if not out: raise StructuredOutputError("no valid, grounded [subject, relation, object] triple")
     return out
 
+# %% ../nbs/04_index.ipynb #a4e90c9b
+OPENIE_MODES, OPENIE_BACKENDS, CHUNKINGS = ("lazy", "eager"), ("llm", "parser"), ("truncate", "window")
+
+@dataclass(frozen=True)
+class StoreOptions:
+    """How a dataset's evidence store is built and filled, each option checked once, when the object is made
+    (`megrag_kit.core.OptionError`, a `ValueError` naming the option and its valid values in `CHOICES`):
+
+    `openie`: `lazy` (a passage's triples extracted the first time they are asked for) or `eager` (all on first use);
+    `openie_backend`: who fills the triple view (and a method's extracted views, such as EviReform's propositions),
+    `llm` (the LLM's few-shot extraction) or `parser` (spaCy dependency rules, `ParserOpenIE`; no LLM); `chunking`:
+    the dense vectors of passages longer than the embedder's input limit, `truncate` (one vector, cut at the limit) or
+    `window` (overlapping windows, a passage scoring its best; see `DenseIndex`); `index_type`: the faiss passage
+    index, `flat` (exact), `hnsw` or `ivf` (approximate, for large corpora); `root`: the store folder (`None`: the
+    kit's cache, by corpus fingerprint). `EvidenceStore`, `megrag_kit.method.Resources`, the scale-out and
+    `reproduce` all take their store options from one of these."""
+    openie: str = "lazy"
+    openie_backend: str = "llm"
+    chunking: str = "truncate"
+    index_type: str = "flat"
+    root: str | Path | None = None
+    CHOICES: ClassVar[dict] = {"openie": OPENIE_MODES, "openie_backend": OPENIE_BACKENDS, "chunking": CHUNKINGS,
+                               "index_type": INDEX_TYPES}
+
+    def __post_init__(self):
+        for name, valid in self.CHOICES.items(): check_choice(name, getattr(self, name), valid)
+
+    def store_kwargs(self) -> dict:
+        "The `EvidenceStore` keywords these options set: `root`, `openie`, `chunking`, `openie_backend`, `index_type`."
+        return dict(root=self.root, openie=self.openie, chunking=self.chunking, openie_backend=self.openie_backend,
+                    index_type=self.index_type)
+
+    def manifest(self) -> dict:
+        "What a run folder's `run.json` records of the store: `chunking`, `openie_backend`, `index_type`."
+        return dict(chunking=self.chunking, openie_backend=self.openie_backend, index_type=self.index_type)
+
 # %% ../nbs/04_index.ipynb #1bf9b4a3
 class EvidenceStore:
     """Multi-granular evidence store of one corpus ("MEGRAG: Multi-Granular Evidence Graphs for Answer-Aware
@@ -279,18 +317,15 @@ class EvidenceStore:
     limit) or `window` (overlapping windows, a passage scoring its best window; see `DenseIndex`);
     `openie_backend`: who fills the triple view, `llm` (the default: `llm` with the few-shot prompt) or `parser`
     (`ParserOpenIE`, spaCy's dependency parse; no LLM needed); `index_type`: the faiss index of the passage vectors,
-    `flat` (exact), `hnsw` or `ivf` (approximate, for large corpora; see `DenseIndex`). `ValueError` for an unknown
-    `openie` mode, `chunking`, `openie_backend` or `index_type`, or a dataset without passages."""
+    `flat` (exact), `hnsw` or `ivf` (approximate, for large corpora; see `DenseIndex`); these options are checked by
+    `StoreOptions` (kept as `options`), and `EvidenceStore(dataset, embedder, llm, **options.store_kwargs())` builds a
+    store from one. `ValueError` for an unknown option value, or a dataset without passages."""
     def __init__(self, dataset: Dataset, embedder: Embedder | None = None, llm: ChatModel | None = None, root=None,
                  openie: str = "lazy", openie_batch: int = 8, openie_schema: bool = False, show_progress: bool = True,
                  chunking: str = "truncate", openie_backend: str = "llm", index_type: str = "flat"):
-        if openie not in ("lazy", "eager"): raise ValueError(f"openie must be lazy|eager, got {openie!r}")
-        if openie_backend not in ("llm", "parser"): raise ValueError(f"openie_backend must be llm|parser, got {openie_backend!r}")
-        self.openie_backend = openie_backend
-        if chunking not in ("truncate", "window"): raise ValueError(f"chunking must be truncate|window, got {chunking!r}")
+        self.options = StoreOptions(openie, openie_backend, chunking, index_type, root)     # each option checked there
         if not dataset.corpus: raise ValueError(f"dataset {dataset.name!r} has no passages: its corpus is empty")
-        if index_type not in INDEX_TYPES: raise ValueError(f"index_type must be {'|'.join(INDEX_TYPES)}, got {index_type!r}")
-        self.chunking, self.index_type = chunking, index_type
+        self.openie_backend, self.chunking, self.index_type = openie_backend, chunking, index_type
         self.ds, self.embedder, self.llm, self.openie, self.openie_batch, self.openie_schema = dataset, embedder, llm, openie, openie_batch, openie_schema
         self.root = Path(root) if root else cache_dir("stores", f"{slug(dataset.name)}-{dataset.fingerprint()}")
         self.root.mkdir(parents=True, exist_ok=True)
@@ -622,5 +657,6 @@ def named_view(store, name: str, mode: str = "lazy", batch: int = 8):
     if name == "sentence": return store.view("sentence")
     if name == "triple": return store.triple_view
     if name not in VIEW_FACTORIES:
-        raise ValueError(f"unknown view {name!r}; registered: {', '.join(['sentence', 'triple', *sorted(VIEW_FACTORIES)])}")
+        known = ", ".join(["sentence", "triple", *sorted(VIEW_FACTORIES)])
+        raise ValueError(f"unknown view {name!r}; registered: {known}")
     return VIEW_FACTORIES[name](store, mode=mode, batch=batch)

@@ -284,3 +284,23 @@ def test_index_command_fills_the_triple_view_with_the_parser(tmp_path, monkeypat
     r = CliRunner().invoke(app, ["index", "--dataset", "demo", "--views", "triple", "--openie-backend", "parser", "--device", "cpu"])
     rep = json.loads(r.output[r.output.index("{"):])
     assert r.exit_code == 0 and rep["openie_done"] == n - 2 and rep["passages_with_openie"] == n == len(files[0].read_text().splitlines())
+
+
+def test_the_model_flags_help_is_the_spec_grammar():
+    "`--llm` and `--embedder` list every form of `MODEL_SPECS` that the command accepts (reproduce: `py:` too)."
+    from megrag_kit.models import MODEL_SPECS
+    for cmd, reproduce in (("run", False), ("index", False), ("reproduce", True)):
+        out = " ".join(CliRunner().invoke(app, [cmd, "--help"], env={"COLUMNS": "400", "TERM": "dumb"}).output.split())
+        for form, kinds, where, _ in MODEL_SPECS:
+            assert (form in out) == (reproduce or where == "everywhere"), (cmd, form)
+    out = " ".join(CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "400", "TERM": "dumb"}).output.split())
+    assert "smollm2-135m | hf:/path | openai:URL#MODEL | SPEC@llamacpp | BASE+lora:PATH" in out
+
+
+def test_a_bad_device_or_store_option_is_refused_before_anything_loads(tmp_path):
+    for args, says in ((["--device", "tpu"], "device must be auto|cpu|cuda, got 'tpu'"),
+                       (["--index-type", "annoy"], "--index-type must be flat or hnsw or ivf, not 'annoy'"),
+                       (["--openie", "later"], "--openie must be lazy or eager, not 'later'")):
+        r = CliRunner().invoke(app, ["run", "direct", *args, "--out", str(tmp_path / "x")])
+        assert r.exit_code == 2 and says in " ".join(r.output.split()), r.output
+    assert not (tmp_path / "x").exists()
