@@ -31,6 +31,8 @@ def main():
     from megrag_kit.index import EvidenceStore
     from megrag_kit.method import Resources, build_method
     from megrag_kit.runner import read_predictions, run
+    from megrag_kit.index import StoreOptions
+    from megrag_kit.models import ModelOptions
     from megrag_kit.scale import extract_on_ray, run_grid_on_ray
     from megrag_kit.models import load_embedder
 
@@ -52,7 +54,9 @@ def main():
     start_s = time.perf_counter() - t
     rows.append((f"Ray start-up, local instance, {a.workers} CPUs", start_s, la0, loadavg()))
     la0 = loadavg(); t = time.perf_counter()
-    cells = run_grid_on_ray(methods, ["demo"], [0], out / "grid", limit=a.questions, device="cpu", cache=False, workers=a.workers, show_progress=False)
+    cells = run_grid_on_ray(methods, ["demo"], [0], out / "grid", limit=a.questions,
+                            models=ModelOptions(device="cpu", cache=False),
+                            workers=a.workers, show_progress=False)
     ray_s = time.perf_counter() - t
     rows.append((f"grid {len(methods)} methods x {a.questions} q, Ray {a.workers} workers", ray_s, la0, loadavg()))
     bad = [c for c in cells if c["state"] != "done"]
@@ -67,7 +71,9 @@ def main():
     EvidenceStore(ds, root=out / "single_store", openie="eager", openie_backend="parser", show_progress=False).build(["triple"])
     rows.append((f"parser OpenIE, {len(ds.corpus)} demo passages, single process (spaCy load included)", time.perf_counter() - t, la0, loadavg()))
     la0 = loadavg(); t = time.perf_counter()
-    extract_on_ray(ds, "triple", None, "parser", workers=a.workers, chunk=64, store_root=out / "ray_store", show_progress=False)
+    extract_on_ray(ds, "triple", ModelOptions(llm=None, embedder=None, device="cpu"),
+                   StoreOptions(openie_backend="parser", root=out / "ray_store"), workers=a.workers, chunk=64,
+                   show_progress=False)
     rows.append((f"parser OpenIE, {len(ds.corpus)} demo passages, Ray {a.workers} workers (spaCy load included)", time.perf_counter() - t, la0, loadavg()))
     same_units = sorted((out / "single_store" / "triples").glob("*.jsonl"))[0].read_text().splitlines()
     ray_units = sorted((out / "ray_store" / "triples").glob("*.jsonl"))[0].read_text().splitlines()

@@ -7,10 +7,11 @@ from __future__ import annotations
 import dataclasses, functools, json, sys
 from pathlib import Path
 import typer
-from .core import DataError, set_seed, set_threads, resolve_device
+from .core import DataError, OptionError, set_seed, set_threads, resolve_device
 from .data import DATASETS, load_dataset
-from .models import ModelCallError, check_llm_options, check_model_spec
-from .retrievers import INDEX_TYPES, IndexMismatchError
+from .index import VIEW_FACTORIES, StoreOptions
+from .models import ModelCallError, ModelOptions, check_model_spec, spec_forms
+from .retrievers import IndexMismatchError
 from .method import ConfigError, Resources, discover, get_method
 from .reproduce import EXPERIMENTS
 from .runner import (RunMismatchError, check_run_folder, compare_runs, dataset_hashes, format_summary,
@@ -63,8 +64,10 @@ def parse_sets(sets: list[str] | None) -> dict:
     "`['budget=2', 'variant=no_history']` -> `{'budget': '2', 'variant': 'no_history'}`; `typer.BadParameter` for an item without `=`."
     return parse_options(sets, "--set")
 
-def _llm_options(llm: str, items) -> dict:
-    try: return check_llm_options(llm, parse_options(items, "--llm-option"))
+def _models(llm_option=None, **given) -> ModelOptions:
+    """The command's `ModelOptions` from its flags (`llm_option`: the `--llm-option` items); a bad spec, option, device
+    or batch size is refused (exit 2) before any model loads, with the message `ModelOptions` gives."""
+    try: return ModelOptions(llm_options=parse_options(llm_option, "--llm-option"), **given)
     except ValueError as e: raise typer.BadParameter(str(e))
 
 def _spec(spec: str, kind: str) -> str:
@@ -75,12 +78,15 @@ def _one_of(flag: str, value: str, options: tuple) -> None:
     "A bad option value is refused (exit 2) before any model loads: `FLAG must be a or b, not 'value'`."
     if value not in options: raise typer.BadParameter(f"{flag} must be {' or '.join(options)}, not {value!r}")
 
-STORE_OPTIONS = {"openie": ("lazy", "eager"), "chunking": ("truncate", "window"), "openie_backend": ("llm", "parser"),
-                 "index_type": INDEX_TYPES}
+STORE_OPTIONS = StoreOptions.CHOICES      # the valid values of the store flags, from the one place that checks them
 
-def _store_options(**given) -> None:
-    "The evidence-store options the commands share (`--openie`, `--chunking`, `--openie-backend`, `--index-type`), each checked against `STORE_OPTIONS` with `_one_of`."
-    for name, value in given.items(): _one_of("--" + name.replace("_", "-"), value, STORE_OPTIONS[name])
+def _store(**given) -> StoreOptions:
+    """The command's `StoreOptions` from its flags (`--openie`, `--chunking`, `--openie-backend`, `--index-type`); a bad
+    value is refused (exit 2) before any model loads: `--FLAG must be a or b, not 'value'`."""
+    try: return StoreOptions(**given)
+    except OptionError as e:
+        flag = "--" + e.option.replace("_", "-")
+        raise typer.BadParameter(f"{flag} must be {' or '.join(e.valid)}, not {e.value!r}") from None
 
 @app.command()
 @friendly
@@ -90,12 +96,12 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
         limit: int = typer.Option(None, min=1, help="first N questions (N >= 1; default: all)"),
         out: Path = typer.Option(None, help="run folder (default runs/<run name>-<dataset>, plus -<hash of its "
                                  "questions> for a file)"),
-        llm: str = typer.Option("smollm2-135m", help="smollm2-135m | hf:/path | openai:URL#MODEL"),
+        llm: str = typer.Option("smollm2-135m", help=spec_forms("llm")),
         llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable): think_tokens, "
                                       "extra_body (JSON), timeout, max_retries, api_key, server_stop, "
                                       "system_role, response_format, max_tokens_field (the last three: for a server "
                                       "that refuses a request field)"),
-        embedder: str = typer.Option("minilm", help="minilm | st:/path | openai:URL#MODEL"),
+        embedder: str = typer.Option("minilm", help=spec_forms("embedder")),
         device: str = typer.Option("auto", help="auto | cpu | cuda"),
         batch_size: int = typer.Option(8, min=1, help="questions per batch (prompts per forward pass; requests in flight to a server)"),
         openie: str = typer.Option("lazy", help="triple view: lazy | eager"),
@@ -112,21 +118,19 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     holding another run; 3 finished, but some questions failed (their model calls failed for good): the same
     command retries only those."""
     discover(plugin or [])                                  # every check below runs before any model loads
-    _store_options(openie=openie, chunking=chunking, openie_backend=openie_backend, index_type=index_type)
+    store = _store(openie=openie, chunking=chunking, openie_backend=openie_backend, index_type=index_type)
     try: cls = get_method(method); config = cls.Config.from_dict(parse_sets(set_), owner=method)
     except (KeyError, ConfigError) as e: raise typer.BadParameter(str(e).strip('"'))
-    llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
+    models = _models(llm_option, llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache)
     if out is not None: check_run_folder(out)
-    set_seed(seed); device = resolve_device(device)
+    set_seed(seed)
     ds = load_dataset(dataset, data_dir)
-    res = Resources(ds, llm, embedder, device=device, batch_size=batch_size, cache=cache, openie=openie, chunking=chunking, llm_options=opts,
-                    openie_backend=openie_backend, index_type=index_type)
+    res = Resources.of(ds, dataclasses.replace(models, device=resolve_device(device)), store)
     m = cls(config, res)
     # a file's name may repeat (a/test.json, b/test.json): a file dataset's default folder carries its questions' hash
     tag = "" if dataset in DATASETS else f"-{dataset_hashes(ds)['questions'][:8]}"
     out = check_run_folder(out or Path("runs") / f"{m.run_name()}-{ds.name}{tag}")
-    s = run_questions(m, ds, out, limit, batch_size, seed=seed, manifest=dict(device=device, chunking=chunking, openie_backend=openie_backend,
-                                                                          index_type=index_type, llm_options=opts))
+    s = run_questions(m, ds, out, limit, batch_size, seed=seed, manifest=res.manifest())
     typer.echo(format_summary(s)); typer.echo(f"wrote {out}/predictions.jsonl and {out}/summary.json")
     if s.get("failed"): raise typer.Exit(3)                 # 3: finished, but some questions failed (the same command retries them)
 
@@ -151,7 +155,8 @@ def methods(name: str = typer.Argument(None, help="one method (default: all)"),
 @app.command()
 @friendly
 def index(dataset: str = typer.Option("demo"), views: str = typer.Option("passage", help="comma list of passage,sentence,triple"),
-          llm: str = typer.Option("smollm2-135m"), embedder: str = typer.Option("minilm"), device: str = typer.Option("auto"),
+          llm: str = typer.Option("smollm2-135m", help=spec_forms("llm")),
+          embedder: str = typer.Option("minilm", help=spec_forms("embedder")), device: str = typer.Option("auto"),
           llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable; see run)"),
           chunking: str = typer.Option("truncate", help="truncate | window"),
           openie_backend: str = typer.Option("llm", help="who fills the triple view: llm (the LLM's few-shot OpenIE) | parser (spaCy dependency rules, pip extra: parser)"),
@@ -167,11 +172,10 @@ def index(dataset: str = typer.Option("demo"), views: str = typer.Option("passag
     vs = [v.strip() for v in views.split(",") if v.strip()]
     bad = [v for v in vs if v not in ("passage", "sentence", "triple")]
     if bad or not vs: raise typer.BadParameter(f"--views takes a comma list of passage, sentence, triple; got {views!r}")
-    _store_options(chunking=chunking, openie_backend=openie_backend, index_type=index_type)
-    llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
+    store = _store(chunking=chunking, openie_backend=openie_backend, index_type=index_type)   # lazy: build() counts
+    models = _models(llm_option, llm=llm, embedder=embedder, device=device)
     ds = load_dataset(dataset, data_dir)
-    res = Resources(ds, llm, embedder, device=resolve_device(device), openie="lazy",   # build() extracts every passage (or those of --limit) and counts them
-                    chunking=chunking, llm_options=opts, openie_backend=openie_backend, index_type=index_type)
+    res = Resources.of(ds, dataclasses.replace(models, device=resolve_device(device)), store)
     store, pids = res.store, None
     if limit is not None:
         pids = list(dict.fromkeys(p for h in store.search([q.question for q in ds.questions[:limit]], k) for p, _ in h))
@@ -209,8 +213,9 @@ def main():
 @friendly
 def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on a CPU) | paper (the papers' sizes; a GPU or a server)"),
               only: list[str] = typer.Option(None, help="one experiment (repeatable): " + " | ".join(EXPERIMENTS)),
-              llm: str = typer.Option(None, help="override the profile's LLM: smollm2-135m | hf:/path | openai:URL#MODEL"),
-              embedder: str = typer.Option(None, help="override the profile's embedder: minilm | st:/path | openai:URL#MODEL"),
+              llm: str = typer.Option(None, help="override the profile's LLM: " + spec_forms("llm", reproduce=True)),
+              embedder: str = typer.Option(None, help="override the profile's embedder: "
+                                           + spec_forms("embedder", reproduce=True)),
               limit: int = typer.Option(None, min=1, help="override the profile's number of questions"),
               device: str = typer.Option(None, help="auto | cpu | cuda"),
               param: list[str] = typer.Option(None, help="a notebook parameter, name=value (JSON value or string; repeatable)"),
@@ -242,7 +247,8 @@ app.add_typer(distill_app, name="distill")
 
 @distill_app.command("collect")
 @friendly
-def distill_collect(teacher: str = typer.Option(..., help="gold (offline, from gold annotations) | smollm2-135m | hf:/path | openai:URL#MODEL"),
+def distill_collect(teacher: str = typer.Option(..., help="gold (offline, from gold annotations) | "
+                                                 + spec_forms("llm")),
                     dataset: str = typer.Option(..., help="musique-train | hotpotqa-train | 2wiki-dev | a registered dataset | questions.json[:corpus.json]"),
                     out: Path = typer.Option(None, help="JSON Lines file (default runs/distill/<teacher>-<dataset>.jsonl)"),
                     limit: int = typer.Option(None, min=1, help="first N training questions"),
@@ -255,7 +261,7 @@ def distill_collect(teacher: str = typer.Option(..., help="gold (offline, from g
                     data_dir: Path = typer.Option(None)):
     "Teacher trajectories on training questions -> one example per step (x, q_i, H_i, C_i) -> o_i; prints the kept/dropped counts."
     from .distill import collect
-    _store_options(openie_backend=openie_backend)
+    _store(openie_backend=openie_backend)
     llm = teacher if teacher == "gold" else _spec(teacher, "llm")
     out = out or Path("runs") / "distill" / f"{teacher.split(':')[0]}-{dataset.replace('/', '_')}.jsonl"
     counts = collect(llm, dataset, out, limit, min_f1, parse_sets(set_), _spec(openie_llm, "llm"), _spec(embedder, "embedder"),
@@ -303,8 +309,9 @@ def _need_ray():
 @scale_app.command("extract")
 @friendly
 def scale_extract(dataset: str = typer.Option("demo", help=f"{' | '.join(DATASETS)} | questions.json[:corpus.json]"),
-                  view: str = typer.Option("triple", help="triple | proposition (EviReform's view)"),
-                  llm: str = typer.Option("smollm2-135m", help="smollm2-135m | hf:/path | SPEC@llamacpp (each worker loads it) | openai:URL#MODEL (every worker calls that server)"),
+                  view: str = typer.Option("triple", help="triple | a view a method registers: proposition"),
+                  llm: str = typer.Option("smollm2-135m", help=spec_forms("llm") + " (a local model: each worker "
+                                          "loads it; a server: every worker calls it)"),
                   openie_backend: str = typer.Option("llm", help="who fills the view: llm | parser (spaCy rules, no LLM)"),
                   llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable; see run)"),
                   device: str = typer.Option("auto", help="auto | cpu | cuda (each worker resolves it)"),
@@ -316,13 +323,14 @@ def scale_extract(dataset: str = typer.Option("demo", help=f"{' | '.join(DATASET
                   data_dir: Path = typer.Option(None)):
     """Fill an extracted view of a dataset's evidence store with Ray tasks; the driver appends every record to the same
     file a single-process `megrag-kit index` fills (resumable). Prints the counts as JSON."""
-    _one_of("--view", view, ("triple", "proposition"))
-    _store_options(openie_backend=openie_backend)
-    llm, opts = _spec(llm, "llm"), _llm_options(llm, llm_option)
+    discover()                                   # the method modules register their views
+    _one_of("--view", view, ("triple", *sorted(VIEW_FACTORIES)))
+    store = _store(openie_backend=openie_backend)
+    models = _models(llm_option, llm=llm, embedder=None, device=device, cache=cache)
     _need_ray()
     from megrag_kit.scale import extract_on_ray
-    rep = extract_on_ray(load_dataset(dataset, data_dir), view, llm, openie_backend, workers, chunk, device=device, cache=cache,
-                         llm_options=opts, address=address, cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task)
+    rep = extract_on_ray(load_dataset(dataset, data_dir), view, models, store, workers, chunk, address=address,
+                         cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task)
     typer.echo(json.dumps(rep, indent=1))
 
 @scale_app.command("grid")
@@ -333,9 +341,9 @@ def scale_grid(method: list[str] = typer.Option(..., help="a registered method (
                seed: list[int] = typer.Option([0], help="a seed (repeatable)"),
                limit: int = typer.Option(None, min=1, help="first N questions (default: all)"),
                out_root: Path = typer.Option(Path("runs/grid"), help="run folders go to OUT_ROOT/<run name>-<dataset>-seed<seed>"),
-               llm: str = typer.Option("smollm2-135m", help="smollm2-135m | hf:/path | openai:URL#MODEL"),
+               llm: str = typer.Option("smollm2-135m", help=spec_forms("llm")),
                llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable; see run)"),
-               embedder: str = typer.Option("minilm", help="minilm | st:/path | openai:URL#MODEL"),
+               embedder: str = typer.Option("minilm", help=spec_forms("embedder")),
                device: str = typer.Option("auto", help="auto | cpu | cuda (each worker resolves it)"),
                batch_size: int = typer.Option(8, min=1), openie: str = typer.Option("lazy", help="lazy | eager"),
                chunking: str = typer.Option("truncate", help="truncate | window"),
@@ -357,13 +365,13 @@ def scale_grid(method: list[str] = typer.Option(..., help="a registered method (
         m, dot, name = k.partition(".")
         if not dot or m not in params: raise typer.BadParameter(f"--set takes METHOD.name=value for a METHOD given with --method, got {k}={v}")
         params[m][name] = v
-    _store_options(openie=openie, chunking=chunking, openie_backend=openie_backend, index_type=index_type)
-    llm, embedder, opts = _spec(llm, "llm"), _spec(embedder, "embedder"), _llm_options(llm, llm_option)
+    store = _store(openie=openie, chunking=chunking, openie_backend=openie_backend, index_type=index_type)
+    models = _models(llm_option, llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache)
     _need_ray()
     from megrag_kit.scale import run_grid_on_ray
-    cells = run_grid_on_ray([(m, params[m]) for m in method], dataset, seed, out_root, limit, llm, embedder, workers, device, batch_size,
-                            cache, openie, chunking, openie_backend, opts, address, cpus_per_task, gpus_per_task, data_dir=data_dir,
-                            index_type=index_type)
+    cells = run_grid_on_ray([(m, params[m]) for m in method], dataset, seed, out_root, limit, models, store, workers,
+                            address=address, cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task,
+                            data_dir=data_dir)
     for c in cells:
         s = c.get("summary") or {}
         typer.echo(f"{c['state']:8s} {c['out']}" + (f"  n={s['n']} f1={s.get('f1')} em={s.get('em')}" if s else "") + (f"  {c['error']}" if c.get("error") else ""))

@@ -21,9 +21,10 @@ def _not_shadowed(pkg=__package__):
 _not_shadowed()
 
 # %% auto #0
-__all__ = ['THREADS_ENV', 'STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError', 'DataWarning', 'cache_dir',
-           'resolve_device', 'set_seed', 'busy_cores', 'default_threads', 'set_threads', 'thread_settings', 'Heartbeat',
-           'stable_hash', 'content_words', 'unit_id', 'parse_unit_id', 'unit_pid']
+__all__ = ['DEVICES', 'THREADS_ENV', 'STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError', 'DataWarning',
+           'cache_dir', 'OptionError', 'check_choice', 'check_device', 'resolve_device', 'set_seed', 'busy_cores',
+           'default_threads', 'set_threads', 'thread_settings', 'Heartbeat', 'stable_hash', 'content_words', 'unit_id',
+           'parse_unit_id', 'unit_pid']
 
 # %% ../nbs/00_core.ipynb #af92815e
 @dataclass(frozen=True)
@@ -98,12 +99,33 @@ def cache_dir(*parts: str) -> Path:
     p.mkdir(parents=True, exist_ok=True)
     return p
 
+# %% ../nbs/00_core.ipynb #a94a44c3
+class OptionError(ValueError):
+    """A value outside an option's valid set: `option` (its name), `value` and `valid` (the values allowed). The message
+    reads `<option> must be <a|b>, got <value>`; the command line shows the same three as
+    `--<option> must be a or b`."""
+    def __init__(self, option: str, value, valid):
+        self.option, self.value, self.valid = option, value, tuple(valid)
+        super().__init__(f"{option} must be {'|'.join(map(str, self.valid))}, got {value!r}")
+
+def check_choice(option: str, value, valid):
+    "`value` when it is one of `valid`; `OptionError(option, value, valid)` otherwise."
+    if value not in tuple(valid): raise OptionError(option, value, valid)
+    return value
+
+DEVICES = ("auto", "cpu", "cuda")
+
+def check_device(device: str) -> str:
+    "`device` when it is `auto`, `cpu`, `cuda` or `cuda:N` (checked without torch); `OptionError` otherwise."
+    if isinstance(device, str) and (device in DEVICES or re.fullmatch(r"cuda:\d+", device)): return device
+    raise OptionError("device", device, DEVICES)
+
 # %% ../nbs/00_core.ipynb #2d200952
 def resolve_device(device: str = "auto") -> str:
     "`auto` -> `cuda` when torch sees a GPU, else `cpu`; `cpu`/`cuda` pass through (`cuda` without a GPU raises)."
     import torch
     if device == "auto": return "cuda" if torch.cuda.is_available() else "cpu"
-    if device not in ("cpu", "cuda") and not device.startswith("cuda:"): raise ValueError(f"device must be auto|cpu|cuda, got {device!r}")
+    check_device(device)
     if device.startswith("cuda") and not torch.cuda.is_available(): raise ValueError("device='cuda' asked for but torch sees no GPU")
     return device
 

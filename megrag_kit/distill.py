@@ -13,15 +13,14 @@ from .jsonl import JsonlAppender, read_jsonl
 from .metrics import f1_score, normalize_answer
 from .megrag import MEGRAG, MEGRAGConfig, Candidates, EvidenceGraph, Node, collect_candidates, cut_text, LEVELS
 from .method import Resources
-from .models import HFChatModel, load_llm, model_identity, smollm2_path
+from .models import HFChatModel, adapter_hash, load_llm, load_student, model_identity, smollm2_path
 
 # %% auto #0
 __all__ = ['TRAINING_SETS', 'DISTILL_DEFAULTS', 'DEFAULT_DATA', 'EXAMPLE_KINDS', 'STUDENT_DIR', 'target_text', 'serialize',
            'load_training', 'norm_question', 'eval_questions', 'check_disjoint', 'gold_hops', 'answer_hop',
            'gold_selection', 'gold_examples', 'node_target', 'trace_examples', 'teacher_examples', 'distill_config',
            'collect', 'same_header', 'distill_sets', 'collection_counts', 'read_examples', 'TrainConfig', 'data_hash',
-           'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'train', 'adapter_hash', 'load_student',
-           'shipped_student']
+           'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'train', 'shipped_student']
 
 # %% ../nbs/40_distill.ipynb #de197980
 def target_text(o: dict) -> str:
@@ -505,27 +504,6 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     return man
 
 # %% ../nbs/40_distill.ipynb #2d8f9a15
-def adapter_hash(path) -> str:
-    "sha256 (hex) over an adapter folder's `adapter_config.json` and `adapter_model.*` files; `FileNotFoundError` if there are none."
-    files = sorted(f for f in Path(path).glob("adapter_*") if f.is_file())
-    if not files: raise FileNotFoundError(f"no adapter (adapter_config.json, adapter_model.safetensors) in {path}")
-    h = hashlib.sha256()
-    for f in files: h.update(f.name.encode()); h.update(f.read_bytes())
-    return h.hexdigest()
-
-def load_student(spec: str, device: str = "auto", **kw) -> HFChatModel:
-    """A `BASE+lora:PATH` spec as an `HFChatModel`: `BASE` loaded by `load_llm`, the LoRA adapter in `PATH` merged in,
-    `model_id = '<base id>+lora@<adapter hash[:12]>'`, and `openie_llm` the untouched base model (for the triple view).
-    `ValueError` for a spec without `+lora:`; `FileNotFoundError` for a folder without an adapter."""
-    base_spec, sep, path = spec.partition("+lora:")
-    if not sep or not path: raise ValueError(f"expected BASE+lora:PATH, got {spec!r}")
-    h = adapter_hash(path)
-    m = load_llm(base_spec, device, **kw)
-    openie = load_llm(base_spec, device, **kw)
-    from peft import PeftModel
-    m.model = PeftModel.from_pretrained(m.model, path).merge_and_unload().eval()
-    m.model_id, m.openie_llm, m.adapter = f"{m.model_id}+lora@{h[:12]}", openie, str(Path(path).resolve())
-    return m
 import importlib.util
 STUDENT_DIR = Path(importlib.util.find_spec("megrag_kit").origin).parent / "data" / "students" / "smollm2-135m-gold"   # shipped
 

@@ -15,7 +15,8 @@ import scipy.sparse as sp
 from .core import Dataset, Passage, Question, content_words, unit_id
 from .models import Cost, StructuredOutputError, parse_json, structured
 from .retrievers import _check_k, slug
-from .index import EvidenceStore, ExtractedView, ParsedView, default_parser
+from .index import (EvidenceStore, ExtractedView, ParsedView, RestrictedStore, default_parser, register_view,
+                              restrict)
 from .gold import fill_hop, gold_hops, has_gold
 from .method import Answer, ConfigError, Method, ReaderOptions, Resources, param, register
 
@@ -30,7 +31,7 @@ __all__ = ['PROPOSITION_SCHEMA', 'PROPOSITION_EXAMPLES', 'PROPOSITION_STOP', 'PR
            'no_propagation', 'readout', 'query_schema', 'reply_parser', 'selector_prompt', 'valid_selection',
            'is_select_all', 'writer_prompt', 'copies_example', 'clean_queries', 'reorder_prompt', 'valid_order',
            'EviReformConfig', 'gold_selection', 'gold_queries', 'EviReform', 'evireform_summary', 'contrast_flag',
-           'round_usage', 'RestrictedStore', 'growth_levels', 'restrict']
+           'round_usage', 'growth_levels']
 
 # %% ../nbs/20_evireform.ipynb #380d9315
 PROPOSITION_SCHEMA = {"type": "object", "properties": {"propositions": {"type": "array", "maxItems": 12, "items": {
@@ -192,6 +193,8 @@ def proposition_view(store: EvidenceStore, mode: str = "lazy", batch: int = 8) -
                           key="propositions", decode=dict(max_new_tokens=PROPOSITION_MAX_NEW_TOKENS, stop=PROPOSITION_STOP),
                           batch=batch, mode=mode, render=lambda it: it["text"], desc="propositions", show_progress=store.show_progress)
     return store.add_view(v)
+
+register_view("proposition", proposition_view)
 
 
 
@@ -964,40 +967,6 @@ def round_usage(rows: list[dict]) -> dict:
                 n_queries=mean("n_queries"), llm_calls=mean("llm_calls"), tokens=mean("tokens"), latency_s=mean("latency_s"))
 
 # %% ../nbs/20_evireform.ipynb #53269b98
-class RestrictedStore:
-    """An `EvidenceStore` whose passage searches see only the passage ids in `allowed` (the index of one level of the
-    index-growth experiment; EviReform paper, Appendix: index growth, Figure A.3).
-
-    `search(queries, k)` and `search_bm25(queries, k)` return, per query, the best `k` allowed passages as
-    `[(pid, score), ...]` with the base store's scores and order; the result is exact (the base search is asked for
-    `k` plus the number of excluded passages, so no allowed passage can be crowded out). Every other attribute
-    (passages, views, proposition files, embedder, root) is the base store's, so extraction done at one level is
-    reused at every other. `ValueError` for an empty `allowed`, an id outside the corpus, or `k < 1`."""
-    def __init__(self, store, allowed):
-        n = len(store.passages)
-        self.base, self.allowed = store, frozenset(int(p) for p in allowed)
-        if not self.allowed: raise ValueError("RestrictedStore: no allowed passage")
-        if bad := sorted(p for p in self.allowed if not 0 <= p < n):
-            raise ValueError(f"RestrictedStore: passage ids outside the corpus of {n} passages, e.g. {bad[:3]}")
-
-    def __getattr__(self, name): return getattr(self.base, name)
-
-    def _within(self, search, queries: list[str], k: int):
-        k, n = _check_k(k), len(self.base.passages)
-        hits = search(queries, min(n, k + n - len(self.allowed)))
-        return [[(p, s) for p, s in h if p in self.allowed][:k] for h in hits]
-
-    def search(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
-        "Dense top-`k` allowed passages per query, best first (see `EvidenceStore.search`)."
-        return self._within(self.base.search, queries, k)
-
-    def search_bm25(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
-        "BM25 top-`k` allowed passages per query, best first, positive scores only (see `EvidenceStore.search_bm25`)."
-        return self._within(self.base.search_bm25, queries, k)
-
-    def __repr__(self): return f"RestrictedStore({len(self.allowed)} of {len(self.base.passages)} passages)"
-
-
 def growth_levels(dataset: Dataset, n_groups: int = 5) -> list[dict]:
     """The cumulative index of each level of the index-growth experiment (EviReform paper, Appendix: index growth).
 
@@ -1019,9 +988,3 @@ def growth_levels(dataset: Dataset, n_groups: int = 5) -> list[dict]:
         levels.append(dict(level=g, index_questions=min(g * size, len(qs)), passages=sorted(seen), n_passages=len(seen)))
     return levels
 
-
-def restrict(resources: Resources, passages) -> Resources:
-    """`resources` with its evidence store replaced by a `RestrictedStore` over `passages` (in place; returned for
-    chaining). Build the methods after calling this, since a method reads `resources.store` when it first searches."""
-    resources.__dict__["store"] = RestrictedStore(resources.store, passages)
-    return resources

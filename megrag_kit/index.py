@@ -5,18 +5,21 @@
 # %% ../nbs/04_index.ipynb #1a65a6d0
 from __future__ import annotations
 import json, os, time, warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ClassVar
 from tqdm.auto import tqdm
-from .core import UNIT_KINDS, Dataset, Heartbeat, cache_dir, content_words, parse_unit_id, unit_id
+from .core import (UNIT_KINDS, Dataset, Heartbeat, check_choice, cache_dir, content_words, parse_unit_id,
+                             unit_id)
 from .jsonl import JsonlAppender, _glued
 from .models import ChatModel, Cost, Embedder, StructuredOutputError, cost_phase, parse_json
 from .retrievers import INDEX_TYPES, BM25Index, DenseIndex, IndexMismatchError, _check_k, slug
 
 # %% auto #0
-__all__ = ['TRIPLE_SCHEMA', 'OPENIE_EXAMPLES', 'OPENIE_STOP', 'split_sentences', 'SentenceView', 'ExtractedView', 'openie_prompt',
-           'is_grounded', 'parse_triples', 'EvidenceStore', 'ParserOpenIE', 'ParsedView', 'default_parser',
-           'parser_triple_view']
+__all__ = ['TRIPLE_SCHEMA', 'OPENIE_EXAMPLES', 'OPENIE_STOP', 'OPENIE_MODES', 'OPENIE_BACKENDS', 'CHUNKINGS', 'VIEW_FACTORIES',
+           'split_sentences', 'SentenceView', 'ExtractedView', 'openie_prompt', 'is_grounded', 'parse_triples',
+           'StoreOptions', 'EvidenceStore', 'ParserOpenIE', 'ParsedView', 'default_parser', 'parser_triple_view',
+           'RestrictedStore', 'restrict', 'register_view', 'named_view']
 
 # %% ../nbs/04_index.ipynb #360b41cd
 _segmenter = None
@@ -263,6 +266,42 @@ def parse_triples(text: str, passage: str | None = None) -> list[tuple[str, str,
     if not out: raise StructuredOutputError("no valid, grounded [subject, relation, object] triple")
     return out
 
+# %% ../nbs/04_index.ipynb #a4e90c9b
+OPENIE_MODES, OPENIE_BACKENDS, CHUNKINGS = ("lazy", "eager"), ("llm", "parser"), ("truncate", "window")
+
+@dataclass(frozen=True)
+class StoreOptions:
+    """How a dataset's evidence store is built and filled, each option checked once, when the object is made
+    (`megrag_kit.core.OptionError`, a `ValueError` naming the option and its valid values in `CHOICES`):
+
+    `openie`: `lazy` (a passage's triples extracted the first time they are asked for) or `eager` (all on first use);
+    `openie_backend`: who fills the triple view (and a method's extracted views, such as EviReform's propositions),
+    `llm` (the LLM's few-shot extraction) or `parser` (spaCy dependency rules, `ParserOpenIE`; no LLM); `chunking`:
+    the dense vectors of passages longer than the embedder's input limit, `truncate` (one vector, cut at the limit) or
+    `window` (overlapping windows, a passage scoring its best; see `DenseIndex`); `index_type`: the faiss passage
+    index, `flat` (exact), `hnsw` or `ivf` (approximate, for large corpora); `root`: the store folder (`None`: the
+    kit's cache, by corpus fingerprint). `EvidenceStore`, `megrag_kit.method.Resources`, the scale-out and
+    `reproduce` all take their store options from one of these."""
+    openie: str = "lazy"
+    openie_backend: str = "llm"
+    chunking: str = "truncate"
+    index_type: str = "flat"
+    root: str | Path | None = None
+    CHOICES: ClassVar[dict] = {"openie": OPENIE_MODES, "openie_backend": OPENIE_BACKENDS, "chunking": CHUNKINGS,
+                               "index_type": INDEX_TYPES}
+
+    def __post_init__(self):
+        for name, valid in self.CHOICES.items(): check_choice(name, getattr(self, name), valid)
+
+    def store_kwargs(self) -> dict:
+        "The `EvidenceStore` keywords these options set: `root`, `openie`, `chunking`, `openie_backend`, `index_type`."
+        return dict(root=self.root, openie=self.openie, chunking=self.chunking, openie_backend=self.openie_backend,
+                    index_type=self.index_type)
+
+    def manifest(self) -> dict:
+        "What a run folder's `run.json` records of the store: `chunking`, `openie_backend`, `index_type`."
+        return dict(chunking=self.chunking, openie_backend=self.openie_backend, index_type=self.index_type)
+
 # %% ../nbs/04_index.ipynb #1bf9b4a3
 class EvidenceStore:
     """Multi-granular evidence store of one corpus ("MEGRAG: Multi-Granular Evidence Graphs for Answer-Aware
@@ -278,18 +317,15 @@ class EvidenceStore:
     limit) or `window` (overlapping windows, a passage scoring its best window; see `DenseIndex`);
     `openie_backend`: who fills the triple view, `llm` (the default: `llm` with the few-shot prompt) or `parser`
     (`ParserOpenIE`, spaCy's dependency parse; no LLM needed); `index_type`: the faiss index of the passage vectors,
-    `flat` (exact), `hnsw` or `ivf` (approximate, for large corpora; see `DenseIndex`). `ValueError` for an unknown
-    `openie` mode, `chunking`, `openie_backend` or `index_type`, or a dataset without passages."""
+    `flat` (exact), `hnsw` or `ivf` (approximate, for large corpora; see `DenseIndex`); these options are checked by
+    `StoreOptions` (kept as `options`), and `EvidenceStore(dataset, embedder, llm, **options.store_kwargs())` builds a
+    store from one. `ValueError` for an unknown option value, or a dataset without passages."""
     def __init__(self, dataset: Dataset, embedder: Embedder | None = None, llm: ChatModel | None = None, root=None,
                  openie: str = "lazy", openie_batch: int = 8, openie_schema: bool = False, show_progress: bool = True,
                  chunking: str = "truncate", openie_backend: str = "llm", index_type: str = "flat"):
-        if openie not in ("lazy", "eager"): raise ValueError(f"openie must be lazy|eager, got {openie!r}")
-        if openie_backend not in ("llm", "parser"): raise ValueError(f"openie_backend must be llm|parser, got {openie_backend!r}")
-        self.openie_backend = openie_backend
-        if chunking not in ("truncate", "window"): raise ValueError(f"chunking must be truncate|window, got {chunking!r}")
+        self.options = StoreOptions(openie, openie_backend, chunking, index_type, root)     # each option checked there
         if not dataset.corpus: raise ValueError(f"dataset {dataset.name!r} has no passages: its corpus is empty")
-        if index_type not in INDEX_TYPES: raise ValueError(f"index_type must be {'|'.join(INDEX_TYPES)}, got {index_type!r}")
-        self.chunking, self.index_type = chunking, index_type
+        self.openie_backend, self.chunking, self.index_type = openie_backend, chunking, index_type
         self.ds, self.embedder, self.llm, self.openie, self.openie_batch, self.openie_schema = dataset, embedder, llm, openie, openie_batch, openie_schema
         self.root = Path(root) if root else cache_dir("stores", f"{slug(dataset.name)}-{dataset.fingerprint()}")
         self.root.mkdir(parents=True, exist_ok=True)
@@ -556,3 +592,71 @@ def parser_triple_view(store) -> ParsedView:
     "The evidence store's `triple` view filled by `default_parser()`, in `store.triples_path()`."
     return ParsedView("triple", "t", default_parser(), store.contents, store.triples_path(), key="triples", batch=64,
                       mode=store.openie, from_json=tuple, render=" | ".join, desc="parser OpenIE", show_progress=store.show_progress)
+
+# %% ../nbs/04_index.ipynb #b8d0d742
+class RestrictedStore:
+    """An `EvidenceStore` whose passage searches see only the passage ids in `allowed` (the index of one level of the
+    index-growth experiment of *EviReform: Evidence-Guided Query Reformulation for Multi-Hop Graph Retrieval*,
+    Appendix: index growth, Figure A.3).
+
+    `search(queries, k)` and `search_bm25(queries, k)` return, per query, the best `k` allowed passages as
+    `[(pid, score), ...]` with the base store's scores and order; the result is exact (the base search is asked for
+    `k` plus the number of excluded passages, so no allowed passage can be crowded out). Every other attribute
+    (passages, views, extracted files, embedder, root) is the base store's, so extraction done at one level is
+    reused at every other. `ValueError` for an empty `allowed`, an id outside the corpus, or `k < 1`."""
+    def __init__(self, store, allowed):
+        n = len(store.passages)
+        self.base, self.allowed = store, frozenset(int(p) for p in allowed)
+        if not self.allowed: raise ValueError("RestrictedStore: no allowed passage")
+        if bad := sorted(p for p in self.allowed if not 0 <= p < n):
+            raise ValueError(f"RestrictedStore: passage ids outside the corpus of {n} passages, e.g. {bad[:3]}")
+
+    def __getattr__(self, name): return getattr(self.base, name)
+
+    def _within(self, search, queries: list[str], k: int):
+        k, n = _check_k(k), len(self.base.passages)
+        hits = search(queries, min(n, k + n - len(self.allowed)))
+        return [[(p, s) for p, s in h if p in self.allowed][:k] for h in hits]
+
+    def search(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
+        "Dense top-`k` allowed passages per query, best first (see `EvidenceStore.search`)."
+        return self._within(self.base.search, queries, k)
+
+    def search_bm25(self, queries: list[str], k: int = 10) -> list[list[tuple[int, float]]]:
+        "BM25 top-`k` allowed passages per query, best first, positive scores only (see `EvidenceStore.search_bm25`)."
+        return self._within(self.base.search_bm25, queries, k)
+
+    def __repr__(self): return f"RestrictedStore({len(self.allowed)} of {len(self.base.passages)} passages)"
+
+def restrict(resources, passages):
+    """`resources` (a `megrag_kit.method.Resources`) with its evidence store replaced by a `RestrictedStore` over
+    `passages` (in place; returned for chaining). Build the methods after calling this, since a method reads
+    `resources.store` when it first searches."""
+    resources.__dict__["store"] = RestrictedStore(resources.store, passages)
+    return resources
+
+# %% ../nbs/04_index.ipynb #b8ffd076
+VIEW_FACTORIES: dict[str, Callable] = {}   # view name -> factory(store, mode=..., batch=...) -> the store's view
+
+def register_view(name: str, factory: Callable) -> Callable:
+    """Register `factory(store, mode="lazy", batch=8)`, which makes (or returns) the view `name` of a store, so that
+    `named_view` can build it by name; a method module calls this at import for each view it defines. Registering the
+    same function again (a re-run notebook cell) is allowed; `ValueError` for a name taken by another factory or one
+    of the store's own views (`sentence`, `triple`). Returns `factory`."""
+    if name in ("sentence", "triple"): raise ValueError(f"view name {name!r} is the store's own view")
+    old = VIEW_FACTORIES.get(name)
+    if old is not None and getattr(old, "__qualname__", old) != getattr(factory, "__qualname__", factory):
+        raise ValueError(f"view name {name!r} is taken by {old.__module__}.{old.__qualname__}")
+    VIEW_FACTORIES[name] = factory
+    return factory
+
+def named_view(store, name: str, mode: str = "lazy", batch: int = 8):
+    """The view `name` of `store`: its own `sentence` and `triple` views, or the one a registered factory makes
+    (`mode`, `batch`: passed to the factory). `ValueError` naming the registered views for an unknown name (a method
+    module registers its views when imported: `megrag_kit.method.discover()` imports them all)."""
+    if name == "sentence": return store.view("sentence")
+    if name == "triple": return store.triple_view
+    if name not in VIEW_FACTORIES:
+        known = ", ".join(["sentence", "triple", *sorted(VIEW_FACTORIES)])
+        raise ValueError(f"unknown view {name!r}; registered: {known}")
+    return VIEW_FACTORIES[name](store, mode=mode, batch=batch)

@@ -10,9 +10,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 from .core import Dataset, Question
-from .models import ChatModel, Cost, Embedder, check_llm_options, cost_phase, load_llm, load_embedder
-from .index import EvidenceStore
-from .retrievers import INDEX_TYPES
+from .models import (ChatModel, Cost, Embedder, ModelOptions, check_llm_options, cost_phase, load_llm,
+                               load_embedder)
+from .index import EvidenceStore, StoreOptions
 from .reader import Reader
 
 # %% auto #0
@@ -136,22 +136,21 @@ class Resources:
 
     `llm`, `embedder`: a spec string (`load_llm` / `load_embedder`), an object, or `None` (none in this run); `device`: auto|cpu|cuda;
     `batch_size`: prompts per forward pass of a local model, concurrent requests to a server; `cache`: the
-    persistent LLM call cache; `openie`: `lazy` or `eager` triple view; `openie_backend`: who fills the triple view, `llm`
-    (the LLM's few-shot OpenIE) or `parser` (spaCy dependency rules, `ParserOpenIE`); `store_root`: the store folder
-    (default: the cache); `chunking`: the store's dense passage vectors, `truncate` (one per passage, cut at the
-    embedder's input limit) or `window` (overlapping windows, a passage scoring its best one; see `DenseIndex`),
-    `ValueError` for another value; `index_type`: the store's faiss passage index, `flat` (exact), `hnsw` or `ivf`
-    (approximate; `ValueError` for another value); `llm_options`: keywords for the LLM backend (`LLM_OPTIONS`: `think_tokens`,
-    `extra_body`, `timeout`, `max_retries`, `api_key`, `server_stop`), checked here (`ValueError`) before anything
-    loads. `loaded()` tells which models were actually built (for the run manifest)."""
+    persistent LLM call cache; `openie`, `openie_backend`, `store_root`, `chunking`, `index_type`: the store's options
+    (see `StoreOptions`, which checks them: `ValueError` for an unknown value), or all of them at once as
+    `store_options`; `llm_options`: keywords for the LLM backend (`LLM_OPTIONS`: `think_tokens`, `extra_body`,
+    `timeout`, `max_retries`, `api_key`, `server_stop`), checked here (`ValueError`) before anything loads.
+    `Resources.of(dataset, models, store)` builds them from a `ModelOptions` and a `StoreOptions`, as the command line
+    does. `loaded()` tells which models were actually built, `manifest()` what a run folder records of the options."""
     def __init__(self, dataset: Dataset, llm: str | ChatModel | None = "smollm2-135m", embedder: str | Embedder | None = "minilm",
                  device: str = "auto", batch_size: int = 8, cache: bool = True, openie: str = "lazy", store_root=None,
-                 chunking: str = "truncate", llm_options: dict | None = None, openie_backend: str = "llm", index_type: str = "flat"):
-        if chunking not in ("truncate", "window"): raise ValueError(f"chunking must be truncate|window, got {chunking!r}")
-        if index_type not in INDEX_TYPES: raise ValueError(f"index_type must be {'|'.join(INDEX_TYPES)}, got {index_type!r}")
-        self.dataset, self.device, self.batch_size, self.cache, self.openie, self.store_root = dataset, device, batch_size, cache, openie, store_root
-        if openie_backend not in ("llm", "parser"): raise ValueError(f"openie_backend must be llm|parser, got {openie_backend!r}")
-        self.chunking, self.openie_backend, self.index_type = chunking, openie_backend, index_type
+                 chunking: str = "truncate", llm_options: dict | None = None, openie_backend: str = "llm",
+                 index_type: str = "flat", store_options: StoreOptions | None = None):
+        so = store_options or StoreOptions(openie, openie_backend, chunking, index_type, store_root)   # checked there
+        self.store_options, self.dataset, self.device = so, dataset, device
+        self.batch_size, self.cache = batch_size, cache
+        self.openie, self.store_root, self.chunking, self.openie_backend, self.index_type = (
+            so.openie, so.root, so.chunking, so.openie_backend, so.index_type)
         spec = lambda x: x if isinstance(x, str) or x is None else getattr(x, "model_id", type(x).__name__)
         self.llm_spec, self.embedder_spec = spec(llm), spec(embedder)
         self.llm_options = check_llm_options(self.llm_spec, llm_options) if isinstance(self.llm_spec, str) else dict(llm_options or {})
@@ -171,8 +170,19 @@ class Resources:
 
     @cached_property
     def store(self) -> EvidenceStore:
-        return EvidenceStore(self.dataset, _Deferred(lambda: self.embedder), _Deferred(lambda: self.llm), root=self.store_root, openie=self.openie,
-                             chunking=self.chunking, openie_backend=self.openie_backend, index_type=self.index_type)
+        return EvidenceStore(self.dataset, _Deferred(lambda: self.embedder), _Deferred(lambda: self.llm),
+                             **self.store_options.store_kwargs())
+
+    @classmethod
+    def of(cls, dataset: Dataset, models: ModelOptions, store: StoreOptions | None = None) -> "Resources":
+        """Resources over `dataset` from checked options: `models` (a `ModelOptions`; its `device` is used as given, so
+        resolve it first with `resolve_device` where a run records it) and `store` (a `StoreOptions`, default ones)."""
+        return cls(dataset, models.llm, models.embedder, device=models.device, batch_size=models.batch_size,
+                   cache=models.cache, llm_options=models.llm_options, store_options=store or StoreOptions())
+
+    def manifest(self) -> dict:
+        "What a run folder's `run.json` records of these resources: `device`, the store's `manifest()`, `llm_options`."
+        return dict(device=self.device, **self.store_options.manifest(), llm_options=self.llm_options)
 
     def loaded(self) -> dict:
         "`{'llm': model_id, 'embedder': model_id}` for the models built so far (absent: never loaded)."

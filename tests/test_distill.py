@@ -1,5 +1,6 @@
 """Graph-construction distillation: the single policy's control flow (scripted LLM), serialization, the disjointness
 check, the gold teacher on real MuSiQue questions, collect under SIGKILL, and a short real LoRA run (slow)."""
+import re
 import json, os, signal, subprocess, sys, time, uuid
 from pathlib import Path
 import pytest
@@ -126,7 +127,7 @@ def test_disjointness_check_fails_loudly_naming_the_overlap():
     e = ev["2wikimultihopqa"]
     train = [Question("mine-1", "  " + e[3].question.upper() + "  ", ["x"]), Question(e[7].qid, "a question of my own?", ["y"]),
              Question("mine-2", "Who wrote a question nobody asked?", ["z"])]
-    with pytest.raises(DataError, match=f"2wikimultihopqa: 2 \\(mine-1, {e[7].qid}\\)"): check_disjoint(train, ev)
+    with pytest.raises(DataError, match=re.escape(f"2wikimultihopqa: 2 (mine-1, {e[7].qid})")): check_disjoint(train, ev)
     kept, hits = check_disjoint(train, ev, drop_overlap=True)
     assert [q.qid for q in kept] == ["mine-2"] and hits == {"2wikimultihopqa": ["mine-1", e[7].qid]}
 

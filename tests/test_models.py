@@ -1,10 +1,13 @@
-import json
+import json, re
 from pathlib import Path
 import numpy as np
 import pytest
+from megrag_kit.data import load_dataset
+from megrag_kit.index import TRIPLE_SCHEMA, openie_prompt
 from megrag_kit.models import (LLMCache, OpenAIChatModel, ModelCallError, load_llm, load_embedder, parse_json,
-                               StructuredOutputError, cut_at_stop, Cost, CostMeter, cost_phase, model_identity, file_sha256)
-from conftest import ScriptedLLM
+                               StructuredOutputError, cut_at_stop, Cost, CostMeter, cost_phase, model_identity, file_sha256,
+                               check_llm_options, check_model_spec, gguf_file, parse_structured, _embedder_dtype, _llamacpp_target)
+from conftest import ScriptedLLM, needs_llamacpp
 
 
 @pytest.fixture()
@@ -47,7 +50,7 @@ def test_openai_retries_then_gives_up(stub_server):
 
 
 def test_openai_unreachable_server_is_a_clear_error():
-    with pytest.raises(ModelCallError, match="127.0.0.1:9"):
+    with pytest.raises(ModelCallError, match=re.escape("127.0.0.1:9")):
         OpenAIChatModel("http://127.0.0.1:9/v1", "m", cache=False, max_retries=0, timeout=2)("hi")
 
 
@@ -239,3 +242,58 @@ def test_cache_entries_of_older_versions_are_read(tmp_path):
                  {"text": "old", "prompt_tokens": 5, "completion_tokens": 1, "cached": False, "latency_s": 0.5})
     g = llm("q")
     assert (g.text, g.cached, g.prompt_tokens, g.finish_reason) == ("old", True, 5, None)
+
+
+# -- the llama.cpp backend (skipped without llama-cpp-python) and bf16 embedding
+
+def test_llamacpp_specs_are_checked_before_loading(tmp_path):
+    (tmp_path / "a.gguf").write_bytes(b""); (tmp_path / "b.gguf").write_bytes(b"")
+    assert gguf_file(tmp_path / "a.gguf") == tmp_path / "a.gguf"
+    with pytest.raises(ValueError, match=re.escape("holds 2 .gguf files")): gguf_file(tmp_path)
+    (tmp_path / "b.gguf").unlink()
+    assert _llamacpp_target(f"{tmp_path}@llamacpp") == (tmp_path / "a.gguf", "llamacpp:a")
+    assert _llamacpp_target("smollm2-135m@llamacpp")[0].name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    with pytest.raises(ValueError, match=re.escape("not a .gguf file")): check_model_spec("/no/such.gguf@llamacpp")
+    with pytest.raises(ValueError, match="SPEC@llamacpp"): check_model_spec("no-such-model")
+    assert check_llm_options("smollm2-135m@llamacpp", {"n_ctx": "2048", "think_tokens": 4}) == {"n_ctx": 2048, "think_tokens": 4}
+    with pytest.raises(ValueError, match="applies to llamacpp"): check_llm_options("smollm2-135m", {"n_ctx": 2048})
+    with pytest.raises(ValueError, match="applies to openai"): check_llm_options("smollm2-135m@llamacpp", {"timeout": 5})
+
+
+def test_embedder_precision_suffix():
+    assert _embedder_dtype("minilm@bf16") == ("minilm", "bfloat16")
+    assert _embedder_dtype("st:/m@fp16") == ("st:/m", "float16")
+    assert _embedder_dtype("minilm") == ("minilm", None)
+    assert check_model_spec("minilm@bf16", "embedder") == "minilm@bf16"
+    with pytest.raises(ValueError, match="unknown embedder spec 'nope'"): check_model_spec("nope@bf16", "embedder")
+
+
+@needs_llamacpp
+@pytest.mark.slow
+def test_llamacpp_backend_prompt_schema_and_cache(smollm, tmp_path):
+    lc = load_llm("smollm2-135m@llamacpp", cache=LLMCache(tmp_path))
+    passage = load_dataset("demo").corpus[7].content
+    msgs = openie_prompt(passage)
+    assert lc.render(msgs) == smollm.render(msgs)                 # the GGUF's chat template renders the same prompt
+    assert lc.model_id.startswith("smollm2-135m-instruct-q4_1-llamacpp@") and lc.model_id != smollm.model_id
+    g = lc.generate([msgs], max_new_tokens=600, json_schema=TRIPLE_SCHEMA)[0]     # room for the schema's 12 triples
+    val = parse_structured(g.text, TRIPLE_SCHEMA)                  # grammar-constrained: always conforms
+    assert isinstance(val["triples"], list) and g.completion_tokens > 0 and g.prompt_tokens == len(smollm.tok(smollm.render(msgs), add_special_tokens=False)["input_ids"])
+    again = lc.generate([msgs], max_new_tokens=600, json_schema=TRIPLE_SCHEMA)[0]
+    assert (again.cached, again.text) == (True, g.text)
+    free = lc.generate([msgs], max_new_tokens=200, stop=["]]}", "\n\n"])[0]
+    assert not free.cached and free.finish_reason in ("stop", "length")
+    # a schema with regex patterns (MEGRAG's node output): llama.cpp needs them anchored (anchored_patterns)
+    from megrag_kit.megrag import node_schema
+    node = lc.generate([[{"role": "user", "content": "Who directed Titanic? Reply in JSON."}]], max_new_tokens=300, json_schema=node_schema())[0]
+    assert node.finish_reason == "stop" and set(parse_structured(node.text, node_schema())) >= {"intermediate_answer", "stop", "answer"}
+
+
+@pytest.mark.slow
+def test_bf16_embedder_vectors_are_close_to_fp32(minilm):
+    e16 = load_embedder("minilm@bf16", "cpu")
+    texts = ["Aretha Franklin died in Detroit.", "The Queen of Soul passed away in Michigan.", "Photosynthesis in plants."]
+    v32, v16 = minilm.encode(texts), e16.encode(texts)
+    assert v16.dtype == np.float32 and v16.shape == (3, 384) and e16.model_id == minilm.model_id + "+bf16"
+    assert np.allclose(np.linalg.norm(v16, axis=1), 1, atol=1e-5)
+    assert (v32 * v16).sum(1).min() > 0.99 and v16[0] @ v16[1] > v16[0] @ v16[2]

@@ -2,7 +2,7 @@
 figures exist, are valid images and hold the expected series), the kit-vs-FlashRAG table read from the committed
 results, parameter typos, the counts the figures show on hand-made traces, the latency and manifest fixes, and the 2Wiki
 question type."""
-import gzip, json, os, sys, time, xml.etree.ElementTree as ET
+import gzip, json, os, re, sys, time, xml.etree.ElementTree as ET
 from pathlib import Path
 import numpy as np
 import pytest
@@ -514,7 +514,8 @@ def test_the_openie_backend_parameter_is_checked():
     "The demo profile fills the triple view with the parser; any other value than llm or parser is refused before a run."
     from megrag_kit.reproduce import PROFILES, check_params
     common = dict(dataset="demo", limit=1, llm="smollm2-135m", embedder="minilm", device="cpu", seed=0, out="", batch_size=1)
-    with pytest.raises(ValueError, match="openie_backend must be llm or parser, got 'spacy'"): check_params({**common, "openie_backend": "spacy"})
+    with pytest.raises(ValueError, match=re.escape("openie_backend must be llm|parser, got 'spacy'")):
+        check_params({**common, "openie_backend": "spacy"})
     assert check_params({**common, "openie_backend": "parser"}) == {} == check_params(common)
     assert PROFILES["demo"]["openie_backend"] == "parser" and "openie_backend" not in PROFILES["paper"]
 

@@ -2,7 +2,7 @@
 module: parser triples of the demo corpus, LLM triples and propositions from one OpenAI-compatible stub server
 every worker calls, and a grid of `native_rag` and `direct` over 20 demo questions. Skipped when ray is not installed or a local instance does not start here; no test
 asserts a time (benchmarks/bench_ray.py times the grid)."""
-import importlib.util, json, os, sys
+import importlib.util, json, os, re, sys
 
 import pytest
 from typer.testing import CliRunner
@@ -10,9 +10,10 @@ from typer.testing import CliRunner
 from megrag_kit.cli import app
 from megrag_kit.core import set_seed
 from megrag_kit.data import load_dataset
-from megrag_kit.index import EvidenceStore
+from megrag_kit.index import EvidenceStore, StoreOptions
 from megrag_kit.jsonl import read_jsonl
 from megrag_kit.method import Resources, build_method
+from megrag_kit.models import ModelOptions
 from megrag_kit.runner import read_predictions, run
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray not installed (pip install 'megrag_kit[ray]')")
@@ -30,6 +31,10 @@ def local_ray(tmp_path_factory):
         except Exception as e: pytest.skip(f"a local Ray instance did not start on this machine: {type(e).__name__}: {e}")
         try: yield cache
         finally: ray.shutdown()
+
+
+NO_LLM = ModelOptions(llm=None, embedder=None, device="cpu")
+parser_store = lambda root: StoreOptions(openie_backend="parser", root=root)
 
 
 def by_pid(path) -> dict:
@@ -55,10 +60,11 @@ def test_parser_triples_on_ray_equal_the_single_process_eager_build(local_ray, t
     n = len(ds.corpus)
     single = EvidenceStore(ds, root=tmp_path / "single", openie="eager", openie_backend="parser", show_progress=False)
     assert single.build(["triple"])["passages_with_openie"] == n          # eager: the whole corpus on first use
-    first = extract_on_ray(ds, "triple", None, "parser", workers=2, chunk=64, pids=range(100), store_root=tmp_path / "ray",
+    first = extract_on_ray(ds, "triple", NO_LLM, parser_store(tmp_path / "ray"), workers=2, chunk=64, pids=range(100),
                            show_progress=False, timeout_s=600)
     assert (first["done"], first["skipped"], first["chunks"]) == (100, 0, 2)  # 64 + 36 passages
-    rep = extract_on_ray(ds, "triple", None, "parser", workers=2, chunk=64, store_root=tmp_path / "ray", show_progress=False, timeout_s=600)
+    rep = extract_on_ray(ds, "triple", NO_LLM, parser_store(tmp_path / "ray"), workers=2, chunk=64, show_progress=False,
+                         timeout_s=600)
     assert (rep["done"], rep["skipped"], rep["chunks"]) == (n - 100, 100, 3)  # resumed: only the rest
     a, b = single.triple_view.path, tmp_path / "ray" / "triples" / single.triple_view.path.name
     assert rep["path"] == str(b) and first["failed"] + rep["failed"] == len(single.triple_view.failures) > 0
@@ -82,7 +88,8 @@ def test_parser_propositions_on_ray_equal_the_single_process_eager_build(local_r
     single = EvidenceStore(ds, root=tmp_path / "single", openie_backend="parser", show_progress=False)
     view = proposition_view(single, "eager")
     view.extract(range(n))
-    rep = extract_on_ray(ds, "proposition", None, "parser", workers=2, chunk=64, store_root=tmp_path / "ray", show_progress=False, timeout_s=600)
+    rep = extract_on_ray(ds, "proposition", NO_LLM, parser_store(tmp_path / "ray"), workers=2, chunk=64,
+                         show_progress=False, timeout_s=600)
     b = tmp_path / "ray" / "propositions" / view.path.name
     assert rep["path"] == str(b) and (rep["done"], rep["skipped"], rep["failed"]) == (n, 0, len(view.failures))
     assert sorted(view.path.read_text().splitlines()) == sorted(b.read_text().splitlines())
@@ -100,7 +107,8 @@ def test_grid_on_ray_gives_the_single_process_predictions(local_ray, tmp_path):
         set_seed(0)
         run(build_method(m, {}, res), ds, tmp_path / "single" / m, limit=20, batch_size=8, seed=0, show_progress=False,
             manifest=dict(device="cpu", chunking="truncate", openie_backend="llm", index_type="flat", llm_options={}))   # what `run` writes
-    cells = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=20, device="cpu", cache=False,
+    cells = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=20,
+                            models=ModelOptions(device="cpu", cache=False),
                             workers=2, show_progress=False, timeout_s=1200)
     assert [(c["method"], c["state"]) for c in cells] == [("native_rag", "done"), ("direct", "done")], [c.get("error") for c in cells]
     keep = ("id", "prediction", "retrieved", "em", "f1", "acc", "recall@5", "llm_calls", "prompt_tokens", "completion_tokens")
@@ -116,7 +124,9 @@ def test_grid_on_ray_gives_the_single_process_predictions(local_ray, tmp_path):
             == {k: mb[k] for k in ("method", "params", "dataset", "llm", "embedder", "seed", "models", "device", "index_type")}
         sa, sb = (json.loads((f / "summary.json").read_text()) for f in (single, grid))
         assert sorted(sa) == sorted(sb) and (sa["f1"], sa["em"]) == (sb["f1"], sb["em"])
-    again = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=20, device="cpu", cache=False, show_progress=False)
+    again = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=20,
+                            models=ModelOptions(device="cpu", cache=False),
+                            show_progress=False)
     assert [c["state"] for c in again] == ["skipped", "skipped"]              # complete cells are not run again
 
 
@@ -145,7 +155,8 @@ def test_llm_extraction_on_ray_from_a_shared_server_equals_the_single_process_bu
     single = v.extract(pids)
     assert single["done"] == 40 and single["failed"] < 40
     calls = stub_server.n_chat
-    rep = extract_on_ray(ds, view, spec, "llm", workers=2, chunk=16, pids=pids, store_root=tmp_path / "ray", cache=False,
+    models = ModelOptions(llm=spec, embedder=None, cache=False)
+    rep = extract_on_ray(ds, view, models, StoreOptions(root=tmp_path / "ray"), workers=2, chunk=16, pids=pids,
                          show_progress=False, timeout_s=600)
     assert (rep["done"], rep["failed"], rep["skipped"], rep["chunks"]) == (40, single["failed"], 0, 3)   # 16 + 16 + 8 passages
     assert stub_server.n_chat == 2 * calls                     # the workers asked the server as often as the single process did (re-asks included)
@@ -153,3 +164,32 @@ def test_llm_extraction_on_ray_from_a_shared_server_equals_the_single_process_bu
     assert rep["path"] == str(b)
     assert sorted(a.read_text().splitlines()) == sorted(b.read_text().splitlines())          # byte-identical records
     assert len(by_pid(b)) == 40
+
+
+def test_a_grid_cell_and_an_extraction_job_run_in_process_as_a_ray_worker_runs_them(stub_server, tmp_path, monkeypatch):
+    "The worker side without Ray: a cell's job writes the run folder `run` writes; an extraction job asks its view."
+    from megrag_kit.scale import _describe, _extract_chunk, _run_cell, cell_job, extract_job, grid_cells
+    monkeypatch.setenv("MEGRAG_KIT_CACHE", str(tmp_path / "cache"))
+    ds, spec = load_dataset("demo"), f"openai:{stub_server.url}#stub"
+    models = ModelOptions(llm=spec, embedder=None, device="cpu", batch_size=4, cache=False)
+    cell, = grid_cells(["direct"], ["demo"], [0], tmp_path / "grid")
+    r = _run_cell(cell_job(cell, ds, models, StoreOptions(chunking="window"), limit=3))
+    assert "error" not in r and r["summary"]["n"] == 3, r
+    mf = json.loads((tmp_path / "grid" / "direct-demo-seed0" / "run.json").read_text())
+    keys = ("llm", "embedder", "device", "chunking", "openie_backend", "index_type", "llm_options")
+    assert {k: mf[k] for k in keys} == dict(llm=spec, embedder=None, device="cpu", chunking="window",
+                                           openie_backend="llm", index_type="flat", llm_options={})
+    stub_server.respond = _extractor
+    job = extract_job(ds, "proposition", models, StoreOptions(root=tmp_path / "store"), view_batch=4)
+    assert job["models"] == ModelOptions(llm=spec, embedder=None, device="cpu", batch_size=4, cache=False)
+    assert job["store"] == StoreOptions(root=str(tmp_path / "store"))
+    info = _describe(job)
+    assert (info["name"], info["key"], info["batch"]) == ("proposition", "propositions", 4)
+    assert info["path"].startswith(str(tmp_path / "store"))
+    out = _extract_chunk(job, [0, 1, 2])
+    assert [p for p, _, _ in out["records"]] == [0, 1, 2] and out["cost"]["prompt_tokens"] > 0
+    assert extract_job(ds, "triple", NO_LLM, parser_store(None))["models"].llm is None
+    with pytest.raises(ValueError, match=re.escape("view must be triple|proposition, got 'entity'")):
+        extract_job(ds, "entity", models)
+    with pytest.raises(ValueError, match=re.escape("an LLM is needed for the triple view (or openie_backend='parser'")):
+        extract_job(ds, "triple", NO_LLM)
