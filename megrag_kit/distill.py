@@ -309,7 +309,8 @@ class TrainConfig:
     without AVX-512/AMX. `steps` optimizer steps of `batch` examples, AdamW at `lr`; LoRA of rank `rank` (scale
     `alpha`) on the attention projections of the top `layers` decoder layers (0: all); `kinds`: the example kinds
     trained on, comma-separated (`trajectory`: the steps of whole gold trajectories; `hop`: each hop as its own
-    one-step question, which always stops at its first step); sequences over `max_len` tokens left out and counted; `val_frac` of the
+    one-step question, which always stops at its first step); sequences over `max_len` tokens left out and counted;
+    `val_frac` of the
     questions held out, their loss reported after every epoch; a checkpoint every `save_every` steps; `bf16`: bf16
     autocast of the forward pass (the LoRA weights and optimizer stay fp32)."""
     steps: int = 100
@@ -326,8 +327,9 @@ class TrainConfig:
     kinds: str = "trajectory,hop"
 
     def __post_init__(self):
-        bad = [k for k in self.kinds.split(",") if k not in EXAMPLE_KINDS]
-        if bad or not self.kinds: raise ValueError(f"TrainConfig.kinds: {self.kinds!r} is not a comma-separated choice of {', '.join(EXAMPLE_KINDS)}")
+        if any(k not in EXAMPLE_KINDS for k in self.kinds.split(",")):     # "" splits to [""]: refused too
+            raise ValueError(f"TrainConfig.kinds: {self.kinds!r} is not a comma-separated choice of "
+                             f"{', '.join(EXAMPLE_KINDS)}")
 
 def _split(examples, val_frac):
     "`(train, validation)` by question: a question id whose hash falls below `val_frac` sends all its examples to validation."
