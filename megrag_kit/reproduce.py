@@ -14,69 +14,11 @@ from .method import ConfigError, Resources, build_method, get_method
 from .runner import read_predictions, run as run_questions, versions
 
 # %% auto #0
-__all__ = ['PAPER', 'COMMON_PARAMS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset', 'check_params',
-           'build_model', 'hardware', 'default_out', 'markdown_table', 'Experiment', 'termination_counts', 'savings',
-           'structure', 'ExperimentError', 'notebooks_dir', 'notebook_params', 'profile_datasets', 'check_datasets',
-           'reproduce']
+__all__ = ['COMMON_PARAMS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset', 'check_params', 'build_model',
+           'hardware', 'default_out', 'markdown_table', 'Experiment', 'structure', 'ExperimentError', 'notebooks_dir',
+           'notebook_params', 'profile_datasets', 'check_datasets', 'reproduce']
 
 # %% ../nbs/95_reproduce.ipynb #eaa5efbe
-PAPER = {
-    "megrag": {
-        "source": "MEGRAG paper, Tables 1-3 and §Experiments (Qwen3-8B unless noted)",
-        "table1": {"2wikimultihopqa": {"f1": 76.34, "em": 68.70}, "hotpotqa": {"f1": 76.95, "em": 61.90}, "musique": {"f1": 55.15, "em": 44.90}},
-        "table2_musique": {"full": {"f1": 62.01, "em": 51.80}, "no_relation": {"f1": 60.40, "em": 50.20},
-                           "shuffled_relation": {"f1": 59.10, "em": 48.60}},                       # Qwen3-Max, prompt-only
-        "table3": {"full": {"2wikimultihopqa": (76.34, 68.70), "hotpotqa": (76.95, 61.90), "musique": (55.15, 44.90)},
-                   "no_sft": {"2wikimultihopqa": (57.93, 50.60), "hotpotqa": (70.62, 55.70), "musique": (43.58, 31.80)},
-                   "triples_only": {"2wikimultihopqa": (61.20, 55.40), "hotpotqa": (68.33, 53.90), "musique": (43.35, 33.00)},
-                   "sentences_only": {"2wikimultihopqa": (73.51, 64.70), "hotpotqa": (72.38, 56.04), "musique": (48.92, 39.05)},
-                   "passages_only": {"2wikimultihopqa": (74.89, 67.00), "hotpotqa": (73.46, 57.32), "musique": (43.96, 34.40)},
-                   "no_history": {"2wikimultihopqa": (74.85, 66.80), "hotpotqa": (74.12, 58.66), "musique": (49.34, 38.60)}},
-        "figure3": {"2wikimultihopqa": {"calls saved %": 61.80, "tokens saved %": 64.10, "delta F1": -0.99},
-                    "hotpotqa": {"calls saved %": 71.88, "tokens saved %": 74.10, "delta F1": -1.46, "stop at step 1 %": 89.30},
-                    "musique": {"calls saved %": 58.10, "tokens saved %": 59.50, "delta F1": 0.04}},
-        "figure4_musique": {"2": {"T+S+P": 19.44}, "4": {"T+S+P": 53.06}},                       # % of questions using all three
-        "figure5_musique": {"2": {"f1": 65.4, "mean_steps": 1.447}, "4": {"f1": 37.9, "mean_steps": 2.497}},
-        "figure6_2wiki": {"latency_s": 11.5, "f1": 76.34},
-        "budget_musique": {1: {"f1": 48.50, "budget_exhausted": 48.4, "mean_steps": 1.000},
-                           4: {"f1": 55.15, "budget_exhausted": 2.8, "mean_steps": 1.676}},
-    },
-    "cara": {
-        "source": "CARA paper, §4.2, Tables 1, 3 and 4 (captions only: their cells are not in the text), §5.3",
-        "dataset": "STaRK Amazon / MAG / Prime test sets (1,642 / 2,665 / 2,801 questions)",
-        "setting": "Qwen3.8-27B agents and causal module, m = 3 agents, T_max = 150, GlobalSearch k = 30, Neighbors k = 20",
-        "rows": {"full": "CARA* (Tables 1, 3, 4)", "no_causal": "w/o C (Table 3)", "count": "count-based (Table 3)",
-                 "no_causal_count": "ARK = w/o C, count-based (Tables 1, 3, 4)", "global_search": "BM25 (Table 1)"},
-        "figure2_prime_bertscore": {30: 42.1, 150: 41.6},                                       # 3 agents, by T_max
-    },
-    "evireform": {
-        "source": "EviReform appendix (DeepSeek-V4-Flash at retrieval, BGE-M3; the full benchmarks), text of A.2-A.10",
-        # Table A.2 and the controls: the full method minus each control, points (R@5 / Chain@5)
-        "controls": {"no_reformulation": {"2wikimultihopqa": (7.20, 18.00), "hotpotqa": (2.75, 5.40), "musique": (3.63, 5.40)},
-                     "no_propagation": {"2wikimultihopqa": (0.60, 1.20), "hotpotqa": (0.60, 1.20), "musique": (0.93, 2.10)},
-                     "repeat_question": {"2wikimultihopqa": (None, 20.20), "hotpotqa": (None, 5.60), "musique": (None, 7.70)},
-                     "residual_only": {"2wikimultihopqa": (13.25, 29.20), "hotpotqa": (14.55, 27.20), "musique": (14.25, 15.80)}},
-        # Tables A.3 / A.4: complete-chain coverage (%) of the initial and expanded pools, expanded minus Chain@5 (points),
-        # pools that initially miss part of the chain and how many become complete
-        "coverage": {"2wikimultihopqa": dict(chain_initial=53.00, chain_expanded=95.70, expanded_minus_chain5=0.80, incomplete_initial=459, became_complete=416),
-                     "hotpotqa": dict(chain_initial=90.20, chain_expanded=96.90, expanded_minus_chain5=3.10, incomplete_initial=93, became_complete=62),
-                     "musique": dict(chain_initial=43.90, chain_expanded=61.70, expanded_minus_chain5=14.80, incomplete_initial=533, became_complete=150)},
-        # Tables A.5 / A.6: up to three rounds minus one round (R@5 points), questions entering rounds 2 and 3 (%), feedback tokens added (%)
-        "rounds": {"2wikimultihopqa": dict(delta_r5=-0.20, feedback_tokens_pct=80), "hotpotqa": dict(delta_r5=-0.40, round2_pct=23.1, round3_pct=3.5, feedback_tokens_pct=37),
-                   "musique": dict(delta_r5=2.47, round2_pct=70.7, round3_pct=28.8, feedback_tokens_pct=147)},
-        # Tables A.8-A.10 / Figure A.2 (their cells are not in the text; its grids are 52's `sweeps` default): MuSiQue's beta ends, alpha's R@5 range, what it says of each
-        "sweeps_musique_beta": {0.25: dict(r5=70.47, c5=44.80), 0.75: dict(r5=74.18, c5=49.10)},
-        "sweeps_alpha_r5_range": {"2wikimultihopqa": 0.12, "hotpotqa": 0.50, "musique": 1.45},
-        "sweeps_text": {"alpha": "R@5 range 0.12 (2Wiki), 0.50 (HotpotQA), 1.45 (MuSiQue) points",
-                        "beta": "wider range; MuSiQue 0.25 -> 0.75: R@5 70.47 -> 74.18, Chain@5 44.80 -> 49.10",
-                        "k_r": "1 -> 8: 2Wiki R@5 rises substantially, HotpotQA changes < 1 point, MuSiQue nearly flat",
-                        "L": "1 -> 3: R@5 rises on all three datasets, most on 2Wiki"},
-        # Figure A.3: MuSiQue, the full method on the first 200 questions as the index grows over 1,000 questions' paragraphs
-        "growth_musique": {200: dict(r1=33.71, r5=76.46, r10=86.96, r20=89.92), 1000: dict(r1=30.67, r5=72.58, r10=80.54, r20=85.50)},
-        "growth_musique_passages": [3254, 5833, 8064, 9842, 11656],
-    },
-}
-
 def paper_dataset(name: str) -> str | None:
     "The paper's dataset key for a kit dataset name (`demo` is 2Wiki dev questions); `None` when the paper has none."
     return {"demo": "2wikimultihopqa", "2wikimultihopqa": "2wikimultihopqa", "hotpotqa": "hotpotqa", "musique": "musique"}.get(name)
@@ -231,22 +173,6 @@ class Experiment:
         return rec
 
 # %% ../nbs/95_reproduce.ipynb #9a4c6ea9
-def termination_counts(rows: list[dict]) -> dict:
-    "`{'1': n, '2': n, ..., 'exhausted': n}`: questions per stop step of MEGRAG prediction rows (`steps`, `budget_exhausted`)."
-    c = Counter("exhausted" if r["budget_exhausted"] else str(r["steps"]) for r in rows)
-    return {k: c[k] for k in sorted(c, key=lambda k: (k == "exhausted", int(k) if k.isdigit() else 0))}
-
-def savings(rows: list[dict], fixed: list[dict]) -> dict:
-    """`{'calls saved %', 'tokens saved %', 'delta F1', 'n'}` of `rows` against `fixed` (fixed-depth rows), over the
-    questions both have. `ValueError` when they share none."""
-    a, b = {r["id"]: r for r in rows}, {r["id"]: r for r in fixed}
-    ids = [i for i in a if i in b]
-    if not ids: raise ValueError("savings: the two runs share no question")
-    tot = lambda d, k: sum(d[i][k] or 0 for i in ids)
-    pct = lambda k: round(100 * (1 - tot(a, k) / tot(b, k)), 2) if tot(b, k) else None
-    return {"calls saved %": pct("llm_calls"), "tokens saved %": pct("tokens"),
-            "delta F1": round(100 * (tot(a, "f1") - tot(b, "f1")) / len(ids), 2), "n": len(ids)}
-
 def structure(r: dict, dataset: str) -> str:
     "The question-structure group of a prediction row: MuSiQue by hop count (`2-hop`...), others by `qtype` (`?` when unknown)."
     if dataset == "musique": return f"{len(r.get('gold_pids') or [])}-hop"
