@@ -303,7 +303,7 @@ DEFAULT_DATA = tuple(f"runs/distill/gold-{d}-parser.jsonl" for d in ("musique-tr
 # %% ../nbs/40_distill.ipynb #d91360c6
 @dataclass
 class TrainConfig:
-    """Hyperparameters of `train`, defaults chosen from `benchmarks/bench_distill.py` on a 2-core CPU: `steps` optimizer
+    """Hyperparameters of `train`, defaults chosen from `benchmarks/speed/bench_distill.py` on a 2-core CPU: `steps` optimizer
     steps of `batch` examples, AdamW at `lr`; LoRA of rank `rank` (scale `alpha`) on the attention projections of the
     top `layers` decoder layers (0: all); sequences over `max_len` tokens left out and counted; `val_frac` of the
     questions held out, their loss reported after every epoch; a checkpoint every `save_every` steps; `bf16`: bf16

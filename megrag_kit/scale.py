@@ -15,7 +15,8 @@ from .method import Resources, build_method, get_method
 from .runner import read_predictions, run as run_questions
 
 # %% auto #0
-__all__ = ['RAY_HINT', 'require_ray', 'init_ray', 'shard', 'extract_on_ray', 'grid_cells', 'cell_state', 'run_grid_on_ray']
+__all__ = ['RAY_HINT', 'require_ray', 'init_ray', 'shard', 'extract_on_ray', 'grid_cells', 'cell_state', 'run_grid_on_ray',
+           'run_jobs']
 
 # %% ../nbs/96_scale.ipynb #d651d2f7
 RAY_HINT = "pip install 'megrag_kit[ray]'"
@@ -230,7 +231,7 @@ def _run_cell(job: dict) -> dict:
         set_seed(job["seed"])
         m = build_method(job["method"], job["params"], res)
         manifest = dict(device=res.device, chunking=res.chunking, openie_backend=res.openie_backend, index_type=res.index_type,
-                        llm_options=res.llm_options)
+                        llm_options=res.llm_options, **(job.get("manifest") or {}))
         s = run_questions(m, res.dataset, job["out"], job["limit"], job["batch_size"], seed=job["seed"], show_progress=False, manifest=manifest)
         return dict(out=str(job["out"]), summary=s)
     except Exception as e: return dict(out=str(job["out"]), error=f"{type(e).__name__}: {e}")
@@ -262,22 +263,46 @@ def run_grid_on_ray(methods, datasets, seeds=(0,), out_root="runs/grid", limit: 
     for c in cells:
         if c["state"] == "complete": c["state"] = "skipped"
     if not todo: return cells
+    base = dict(llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache, openie=openie, chunking=chunking,
+                openie_backend=openie_backend, index_type=index_type, llm_options=llm_options, store_root=None, limit=limit)
+    jobs = [dict(base, dataset=dsets[c["dataset"]], method=c["method"], params=c["params"], seed=c["seed"], out=str(c["out"]))
+            for c in todo]
+    run_jobs(jobs, todo, on_ray=True, workers=workers, address=address, cpus_per_task=cpus_per_task,
+             gpus_per_task=gpus_per_task, timeout_s=timeout_s, show_progress=show_progress)
+    return cells
+
+def _record(c: dict, r: dict, show_progress: bool):
+    c.update(state="error", error=r["error"]) if "error" in r else c.update(state="done", summary=r["summary"])
+    if show_progress:
+        print(f"{c['out']}: {c['state']}" + (f" ({c['error']})" if "error" in r else
+                                              f" (n={r['summary']['n']}, f1={r['summary'].get('f1')})"), flush=True)
+
+def run_jobs(jobs: list[dict], cells: list[dict], on_ray: bool = True, workers: int = 2, address: str | None = None,
+             cpus_per_task: float = 1, gpus_per_task: float = 0, timeout_s: float | None = None,
+             show_progress: bool = True) -> list[dict]:
+    """Run each grid job (what one cell needs: `dataset` (a `Dataset`), `method`, `params`, `seed`, `out`, `limit`, the
+    shared `Resources` options and optionally `manifest`, extra run-manifest fields) through the cell runner, and
+    record its outcome in the cell at the same position of `cells`: `state` `done` with `summary`, or `error` with
+    `error` (the other jobs still run). `on_ray`: as Ray tasks, at most `workers` at once, each dataset put in the
+    object store once (`ImportError` without ray; `TimeoutError` when no job finishes within `timeout_s`); else one
+    after the other in this process, with the models loaded once for all. Returns `cells`."""
+    if not on_ray:
+        for job, c in zip(jobs, cells): _record(c, _run_cell(job), show_progress)
+        return cells
+    ray = require_ray()
     started = init_ray(address, workers)
     try:
-        refs = {d: ray.put(ds) for d, ds in dsets.items()}
+        refs = {}
+        for j in jobs: refs.setdefault(id(j["dataset"]), ray.put(j["dataset"]))
         task = _tasks(ray, _remote_cell, cpus_per_task, gpus_per_task)
-        base = dict(llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache, openie=openie, chunking=chunking,
-                    openie_backend=openie_backend, index_type=index_type, llm_options=llm_options, store_root=None, limit=limit)
         pending, nxt = {}, 0
-        while nxt < len(todo) or pending:
-            while nxt < len(todo) and len(pending) < workers:
-                c = todo[nxt]; nxt += 1
-                job = dict(base, dataset=refs[c["dataset"]], method=c["method"], params=c["params"], seed=c["seed"], out=str(c["out"]))
-                pending[task.remote(job)] = c
+        while nxt < len(jobs) or pending:
+            while nxt < len(jobs) and len(pending) < workers:
+                j, c = jobs[nxt], cells[nxt]; nxt += 1
+                pending[task.remote(dict(j, dataset=refs[id(j["dataset"])]))] = c
             ref, c = _drain(ray, pending, timeout_s)
-            r = ray.get(ref)
-            c.update(state="error", error=r["error"]) if "error" in r else c.update(state="done", summary=r["summary"])
-            if show_progress: print(f"{c['out']}: {c['state']}" + (f" ({c['error']})" if "error" in r else f" (n={r['summary']['n']}, f1={r['summary'].get('f1')})"), flush=True)
+            _record(c, ray.get(ref), show_progress)
     finally:
         if started: ray.shutdown()
     return cells
+

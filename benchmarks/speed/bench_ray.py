@@ -1,6 +1,6 @@
 """Wall time of a grid of runs single-process vs on a local Ray instance, and of parser OpenIE over the demo corpus.
 
-    python benchmarks/bench_ray.py [--questions 20] [--methods native_rag,direct] [--workers 2] [--md benchmarks/results/ray.md]
+    python benchmarks/speed/bench_ray.py [--questions 20] [--methods native_rag,direct] [--workers 2] [--md benchmarks/results/ray.md]
 
 The grid: each method on the first N demo questions, seed 0, offline SmolLM2-135M and MiniLM on CPU, LLM call cache
 off (every answer generated anew). Single-process: one process runs the cells one after another, each with its own

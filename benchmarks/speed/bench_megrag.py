@@ -1,6 +1,6 @@
 """MEGRAG throughput: questions/minute with questions run one at a time vs in lock-step batches.
 
-    python benchmarks/bench_megrag.py [--device auto] [--dataset demo] [--questions 8] [--batch 8] [--variant full]
+    python benchmarks/speed/bench_megrag.py [--device auto] [--dataset demo] [--questions 8] [--batch 8] [--variant full]
 
 The same questions run twice with the LLM call cache off: once with `batch_size=1` (each question's loop alone,
 one prompt per forward pass) and once in lock-step batches of `--batch` (each step's sufficiency and node calls

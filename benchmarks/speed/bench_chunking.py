@@ -1,6 +1,6 @@
 """Truncation against window chunking of the dense passage index: what the embedder's input limit costs in recall.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_chunking.py [--dataset 2wikimultihopqa] [--device cpu] [--root DIR] [--out FILE]
+    OMP_NUM_THREADS=1 python benchmarks/speed/bench_chunking.py [--dataset 2wikimultihopqa] [--device cpu] [--root DIR] [--out FILE]
 
 Builds the passage index of the dataset's corpus twice with all-MiniLM-L6-v2, once with `chunking="truncate"`
 (each passage cut at the model's 256 word pieces) and once with `chunking="window"` (long passages embedded as
@@ -30,7 +30,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dataset", default="2wikimultihopqa"); ap.add_argument("--device", default="cpu")
     ap.add_argument("--root", default=None, help="store folder (default: a fresh temporary folder)")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "chunking.md"))
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" / "chunking.md"))
     a = ap.parse_args()
     device = resolve_device(a.device)
     root = Path(a.root) if a.root else Path(tempfile.mkdtemp(prefix="bench_chunking_"))
@@ -59,7 +59,7 @@ def main():
     table = [head] + [f"| {r['chunking']} | {r['build_s']:.1f} | {r['n_long']} ({r['longest']}) | {r['n_truncated']} | {r['vectors']:,} | {r['search_ms']:.1f} "
                       f"| {r['r2']:.2f} | {r['r5']:.2f} | {r['s2']:.2f} | {r['s5']:.2f} |" for r in rows]
     print("\n".join(table))
-    cmd = "OMP_NUM_THREADS=" + os.environ.get("OMP_NUM_THREADS", "") + " python " + shlex.join(["benchmarks/bench_chunking.py", *sys.argv[1:]])
+    cmd = "OMP_NUM_THREADS=" + os.environ.get("OMP_NUM_THREADS", "") + " python " + shlex.join(["benchmarks/speed/bench_chunking.py", *sys.argv[1:]])
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(
         "# Dense passage index: truncation against window chunking\n\n"

@@ -1,6 +1,6 @@
 """Embedding throughput of all-MiniLM-L6-v2 in fp32 and bf16 on this machine, and how far the bf16 vectors are from fp32.
 
-    OMP_NUM_THREADS=2 python benchmarks/bench_embedding.py [--passages 1000] [--questions 100] [--out results/embedding.md]
+    OMP_NUM_THREADS=2 python benchmarks/speed/bench_embedding.py [--passages 1000] [--questions 100] [--out results/embedding.md]
 
 The same 2WikiMultiHopQA passages (the first `--passages` of the corpus) are encoded with `load_embedder('minilm')`
 and `load_embedder('minilm@bf16')` one after the other in this process (each after a warm-up batch), batch 64.

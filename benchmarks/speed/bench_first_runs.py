@@ -3,8 +3,8 @@ it short (`runner.FAST_SETTINGS`), the offline models (SmolLM2-135M, MiniLM) on 
 command's start to its exit, with an empty call cache and evidence-store folder (the one-time conversion of
 SmolLM2 to safetensors is shared with the usual cache, so it is not counted). Writes benchmarks/results/first_runs.md.
 
-    python benchmarks/bench_first_runs.py                 # every method, one after the other
-    python benchmarks/bench_first_runs.py --methods megrag,cara"""
+    python benchmarks/speed/bench_first_runs.py                 # every method, one after the other
+    python benchmarks/speed/bench_first_runs.py --methods megrag,cara"""
 from __future__ import annotations
 import argparse, json, os, shlex, subprocess, sys, time
 from pathlib import Path
@@ -20,7 +20,7 @@ def main(argv=None):
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--limit", type=int, default=5)
     ap.add_argument("--root", default="/tmp/megrag-first-runs")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "first_runs.md"))
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results" / "first_runs.md"))
     a = ap.parse_args(argv)
     root = Path(a.root); root.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -46,7 +46,7 @@ def main(argv=None):
 
 
 def write(rows, a):
-    lines = [f"First runs on the demo (`python benchmarks/bench_first_runs.py`, {a.limit} questions, offline models on the CPU of "
+    lines = [f"First runs on the demo (`python benchmarks/speed/bench_first_runs.py`, {a.limit} questions, offline models on the CPU of "
              f"this machine, empty call cache). `busy` = cores other work kept busy when the run started (of "
              f"{os.cpu_count()}): on a shared machine the times are longer than on an idle one.", "",
              "| method | command | exit | wall s | busy cores | n | F1 | LLM calls / q |", "|---|---|--:|--:|--:|--:|--:|--:|"]

@@ -1,6 +1,6 @@
 """CPU threads of the kit (torch, faiss, tokenizers; `megrag-kit --threads N`), idle and with another CPU-bound job.
 
-    python benchmarks/bench_threads.py [--threads 1,2] [--burners 2] [--questions 20] [--passages 500] [--out benchmarks/results/threads.md]
+    python benchmarks/speed/bench_threads.py [--threads 1,2] [--burners 2] [--questions 20] [--passages 500] [--out benchmarks/results/threads.md]
 
 Two short fixed jobs, each in a fresh process so its thread setting is the only one it ever had:
 
@@ -17,7 +17,7 @@ import argparse, os, subprocess, sys, tempfile, time
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LINES: list[str] = []
 
 

@@ -1,8 +1,8 @@
 """How the dense index grows with the corpus: a deterministic synthetic corpus of 1k, 10k and 100k short passages.
 
-    nice -n 10 python benchmarks/bench_scale.py [--sizes 1000,10000,100000] [--embedder minilm] [--queries 200] [--threads 2]
+    nice -n 10 python benchmarks/speed/bench_scale.py [--sizes 1000,10000,100000] [--embedder minilm] [--queries 200] [--threads 2]
         [--rows benchmarks/results/scale.jsonl] [--out benchmarks/results/scale.md]
-    python benchmarks/bench_scale.py --report-only            # rewrite scale.md and scale.png from the rows measured so far
+    python benchmarks/speed/bench_scale.py --report-only            # rewrite scale.md and scale.png from the rows measured so far
 
 The corpus (`synthetic_corpus(n, seed=0)`) is templated sentences over invented people, places and organisations:
 2-3 sentences, about 30 words per passage, the same texts for the same `n` and seed on every machine. The questions
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]          # benchmarks/
 ROOT = HERE.parent
 
 FIRST = ["Ala", "Bren", "Cor", "Dag", "Eli", "Fen", "Gor", "Hal", "Isa", "Jor", "Kel", "Lun", "Mar", "Nor", "Osk", "Pel",
@@ -173,7 +173,7 @@ def report(rows_path: Path, out: Path):
         if line.strip(): r = json.loads(line); rows[(r["embedder"], r["n"])] = r
     rows = sorted(rows.values(), key=lambda r: (r["embedder"], r["n"]))
     L = ["# Dense index at scale: synthetic corpora of 1k, 10k and 100k passages\n",
-         "Made by `benchmarks/bench_scale.py` (its docstring says how); one row per corpus size, each measured in its own process,",
+         "Made by `benchmarks/speed/bench_scale.py` (its docstring says how); one row per corpus size, each measured in its own process,",
          "the latest measurement of each size. The machine has 2 cores and is shared: every row gives the UTC time and the load",
          "average (1/5/15 min) before its build; times are only comparable within a row or between rows of similar load.\n",
          "## Build: time and memory\n",

@@ -1,6 +1,6 @@
 """Parser OpenIE (`EvidenceStore(openie_backend='parser')`) against the 135M LLM OpenIE, on yield and speed, over the same passages.
 
-    OMP_NUM_THREADS=2 python benchmarks/bench_openie_parser.py [--llm-triples PATH] [--out results/openie_parser.md]
+    OMP_NUM_THREADS=2 python benchmarks/speed/bench_openie_parser.py [--llm-triples PATH] [--out results/openie_parser.md]
 
 The LLM side is the kit's own triple file of SmolLM2-135M (free decoding, `parse_triples`) in the 2Wiki evidence
 store (`~/.cache/megrag_kit/stores/2wikimultihopqa-*/triples/smollm2-135m-instruct-q4_1.jsonl` unless `--llm-triples`):

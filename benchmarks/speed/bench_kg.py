@@ -2,7 +2,7 @@
 (typed), the CSR build time, `TextKG.neighbors` with and without type filters, and `KGTools.neighbors` /
 `global_search` (BM25 over synthetic node texts). Prints numbers; nothing is asserted.
 
-    python benchmarks/bench_kg.py --nodes 200000 --edges 2000000
+    python benchmarks/speed/bench_kg.py --nodes 200000 --edges 2000000
 """
 import argparse, tempfile, time
 import numpy as np

@@ -3,7 +3,7 @@ choices that matter on a CPU: sequence length, batch, bf16 autocast vs fp32, LoR
 and the rank. Each configuration runs in its own process (so its peak resident memory is its own): one warm-up step,
 then `--steps` timed steps on batches of real examples of the chosen length class.
 
-    python benchmarks/bench_distill.py --data runs/distill/gold-musique-train-parser.jsonl \
+    python benchmarks/speed/bench_distill.py --data runs/distill/gold-musique-train-parser.jsonl \
         --out benchmarks/results/bench_distill.md
 
 Columns: `len` (which examples: `median` = the batch nearest the median length, `p90` = the 90th percentile),
@@ -67,7 +67,7 @@ def main():
     lines = [f"# Distillation training step cost ({len(seqs)} real examples from {', '.join(a.data)})", "",
              f"Sequence tokens: median {q(L, .5)}, p90 {q(L, .9)}, max {L[-1]}; target tokens: median {q(T, .5)}, max {T[-1]}.",
              f"Load at start: `{subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}`; "
-             f"{os.cpu_count()} CPUs. Command: `python benchmarks/bench_distill.py --data {' '.join(a.data)} --steps {a.steps} "
+             f"{os.cpu_count()} CPUs. Command: `python benchmarks/speed/bench_distill.py --data {' '.join(a.data)} --steps {a.steps} "
              f"--configs {a.configs}`.", "",
              "| len | seq_len | batch | bf16 | LoRA layers | rank | tokens | s/step | tok/s | peak_mb |", "|---" * 10 + "|"]
     print("\n".join(lines), flush=True)

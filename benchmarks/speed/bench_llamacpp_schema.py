@@ -1,6 +1,6 @@
 """Free vs schema-constrained decoding under llama.cpp and transformers on MEGRAG's node schema (one prompt).
 
-    python benchmarks/bench_llamacpp_schema.py [--tokens 100] [--out benchmarks/results/llamacpp_schema.md]
+    python benchmarks/speed/bench_llamacpp_schema.py [--tokens 100] [--out benchmarks/results/llamacpp_schema.md]
 
 One short prompt, LLM cache off, greedy, at most `--tokens` new tokens: free decoding and decoding under
 `node_schema()` (MEGRAG's per-step output: a `oneOf` of two objects with bounded-length text fields), with

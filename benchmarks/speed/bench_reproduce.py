@@ -1,6 +1,6 @@
 """Time `megrag-kit reproduce --profile demo` from a fresh clone with a fresh cache (the README's first command).
 
-    python benchmarks/bench_reproduce.py [--profile demo] [--nice 10] [--keep DIR] [--no-committed]
+    python benchmarks/speed/bench_reproduce.py [--profile demo] [--nice 10] [--keep DIR] [--no-committed]
 
 Clones this checkout's HEAD into a temporary folder, points `MEGRAG_KIT_CACHE` at an empty folder (so the LLM call
 cache, passage vectors and OpenIE triples are all built), runs the command there (niced when `--nice` > 0), and
@@ -27,7 +27,7 @@ def main():
     ap.add_argument("--profile", default="demo"); ap.add_argument("--nice", type=int, default=10); ap.add_argument("--keep", type=Path)
     ap.add_argument("--no-committed", action="store_true", help="delete the clone's committed runs/reproduce-PROFILE first")
     a = ap.parse_args()
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     work = a.keep or Path(tempfile.mkdtemp(prefix="reproduce-bench-"))
     clone, cache = work / "clone", work / "cache"
     subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)

@@ -20,8 +20,8 @@ Each run has its own cache folder (`MEGRAG_KIT_CACHE`). The table:
 - `bad cache`: entries of the faulty run's LLM call cache holding a failure (empty text, a cut or refused reply,
   a reply still wrapped in template tokens, or prose where JSON was asked; must be 0).
 
-    python benchmarks/bench_faults.py                          # 30 demo questions, every method (a few minutes)
-    python benchmarks/bench_faults.py --limit 6 --methods direct,native_rag --p 0.3   # what tests/test_faults.py runs
+    python benchmarks/speed/bench_faults.py                          # 30 demo questions, every method (a few minutes)
+    python benchmarks/speed/bench_faults.py --limit 6 --methods direct,native_rag --p 0.3   # what tests/test_faults.py runs
 
 The table of the committed run is benchmarks/results/faults.md (the command is in its first line)."""
 from __future__ import annotations
@@ -310,7 +310,7 @@ def main(argv=None):
             log.flush()
             print(json.dumps(results[-1]), f"({time.time() - t0:.0f} s)", flush=True)
     srv.shutdown()
-    cmd = "python benchmarks/bench_faults.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    cmd = "python benchmarks/speed/bench_faults.py " + " ".join(argv if argv is not None else sys.argv[1:])
     md = (f"`{cmd.strip()}` (fault probability {a.p} per attempt, client timeout {a.timeout} s, {a.limit} questions of {a.dataset})\n\n"
           + table(results))
     print(md)

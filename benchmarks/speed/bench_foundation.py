@@ -1,6 +1,6 @@
 """Foundation benchmarks: print throughput, latency and memory figures on this machine.
 
-    python benchmarks/bench_foundation.py [--device auto] [--skip-main-job]
+    python benchmarks/speed/bench_foundation.py [--device auto] [--skip-main-job]
 
 Figures: embedding passages/s (2Wiki corpus, or the demo without shared/), OpenIE generated tokens/s at batch 1
 and batched, dense query latency (faiss, whole corpus), peak resident memory, and the wall time of the main job

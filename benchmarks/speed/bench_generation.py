@@ -1,6 +1,6 @@
 """Where OpenIE generation time goes, and what each speed-up buys, on the kit's real OpenIE prompts.
 
-    OMP_NUM_THREADS=2 python benchmarks/bench_generation.py [--passages 8] [--constrained 4] [--out results/generation.md]
+    OMP_NUM_THREADS=2 python benchmarks/speed/bench_generation.py [--passages 8] [--constrained 4] [--out results/generation.md]
         [--skip bf16,prefix,batch,constrained,llamacpp]
 
 The same passages of the 2WikiMultiHopQA corpus (evenly spaced over it, so short and long ones), the kit's few-shot

@@ -1,6 +1,6 @@
 """Questions per minute of each method with the offline model (SmolLM2-135M, MiniLM), batch 1 vs batched.
 
-    python benchmarks/bench_methods.py [--questions 4] [--batch 4] [--methods direct,native_rag,ircot,iter_retgen,megrag,evireform,cara]
+    python benchmarks/speed/bench_methods.py [--questions 4] [--batch 4] [--methods direct,native_rag,ircot,iter_retgen,megrag,evireform,cara]
         [--threads 2] [--llm smollm2-135m] [--out benchmarks/results/methods.md]
 
 The first `--questions` demo questions, LLM call cache off, parser OpenIE (`openie_backend="parser"`, no LLM OpenIE),
