@@ -481,6 +481,14 @@ PAPER = {
     "rows": {"full": "CARA* (Tables 1, 3, 4)", "no_causal": "w/o C (Table 3)", "count": "count-based (Table 3)",
              "no_causal_count": "ARK = w/o C, count-based (Tables 1, 3, 4)", "global_search": "BM25 (Table 1)"},
     "figure2_prime_bertscore": {30: 42.1, 150: 41.6},                                       # 3 agents, by T_max
+    # Figure 2's panels are Recall@20 and BERTScore (§5.3); the text gives no Recall@20 value, only its shape
+    "figure2_text": {"recall@20": "rises with the agents (Amazon, Prime); marginal gains from T_max 30 to 150",
+                     "bertscore": "m = 3: rises fast at small budgets, stable beyond T_max = 30; Prime 42.1 -> 41.6"},
+    # Table 5 (settings of the implementation): its cells are not in the text; the settings §4.2 and Tables 1-4 state
+    "table5": {"backbone": "Qwen3.8-27B (agents, causal module and answer generator), vLLM, thinking disabled",
+               "agents": 3, "t_max": 150, "global_search_k": 30, "neighbors_k": 20, "lambda": 0.5, "alpha": 0.5,
+               "agent_temperature": 1.0, "other_temperature": 0.0, "global_search": "BM25 over node text",
+               "fusion": "reciprocal rank fusion (ties: the better best rank first)"},
 }
 
 # %% ../nbs/30_cara.ipynb #77ebf94f

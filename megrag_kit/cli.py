@@ -227,7 +227,8 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
               check: bool = typer.Option(False, "--check", help="validate the parameters only (each notebook's check cells); answer nothing")):
     """Regenerate the papers' tables and figures by executing the experiment notebooks with papermill.
 
-    Prints each notebook as it starts, then where every table, figure and executed notebook went. Exit status 1
+    Prints each notebook as it starts, then where every table, figure and executed notebook went; a full demo run
+    into the default folder also copies its figures to figures/reproduce-demo/ (the README links them). Exit status 1
     when a notebook fails (its executed copy shows the failing cell), 2 for an unknown profile, experiment or parameter."""
     from megrag_kit.reproduce import ExperimentError, reproduce as run_all
     extra = {}
@@ -282,7 +283,8 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
                   max_len: int = typer.Option(None, min=16, help="longer examples are left out and counted"),
                   val_frac: float = typer.Option(None, min=0.0, max=0.9), save_every: int = typer.Option(None, min=1),
                   seed: int = typer.Option(None, min=0), bf16: bool = typer.Option(None, help="bf16 autocast of the forward pass"),
-                  layers: int = typer.Option(None, min=0, help="LoRA on the top N decoder layers (0: all)")):
+                  layers: int = typer.Option(None, min=0, help="LoRA on the top N decoder layers (0: all)"),
+                  kinds: str = typer.Option(None, help="example kinds trained on: trajectory,hop | trajectory | hop")):
     "LoRA on the output tokens only (MEGRAG Eq. 9); writes the adapter and manifest.json; use it as --llm smollm2-135m+lora:OUT."
     from .distill import TrainConfig, train, DEFAULT_DATA
     data = data or [Path(p) for p in DEFAULT_DATA]
@@ -290,8 +292,9 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
         raise typer.BadParameter(f"no such file: {', '.join(missing)} (collect it: megrag-kit distill collect --teacher gold "
                                  "--dataset musique-train --openie-backend parser --drop-overlap --out ...)", param_hint="--data")
     given = dict(steps=steps, batch=batch, lr=lr, rank=rank, alpha=alpha, max_len=max_len, val_frac=val_frac, save_every=save_every,
-                 seed=seed, bf16=bf16, layers=layers)
-    cfg = TrainConfig(**{k: v for k, v in given.items() if v is not None})     # unset: the defaults of TrainConfig
+                 seed=seed, bf16=bf16, layers=layers, kinds=kinds)
+    try: cfg = TrainConfig(**{k: v for k, v in given.items() if v is not None})     # unset: the defaults of TrainConfig
+    except ValueError as e: raise typer.BadParameter(str(e), param_hint="--kinds")
     man = train(data, out, student, cfg)
     typer.echo(json.dumps({k: v for k, v in man.items() if k not in ("losses", "too_long_ids")}, indent=1))
     typer.echo(f"student: --llm {student}+lora:{out}")

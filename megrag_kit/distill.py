@@ -16,10 +16,10 @@ from .method import Resources
 from .models import HFChatModel, load_llm, model_identity, smollm2_path
 
 # %% auto #0
-__all__ = ['TRAINING_SETS', 'DISTILL_DEFAULTS', 'DEFAULT_DATA', 'STUDENT_DIR', 'target_text', 'serialize', 'load_training',
-           'norm_question', 'eval_questions', 'check_disjoint', 'gold_hops', 'answer_hop', 'gold_selection',
-           'gold_examples', 'node_target', 'trace_examples', 'teacher_examples', 'distill_config', 'collect',
-           'same_header', 'distill_sets', 'collection_counts', 'read_examples', 'TrainConfig', 'data_hash',
+__all__ = ['TRAINING_SETS', 'DISTILL_DEFAULTS', 'DEFAULT_DATA', 'EXAMPLE_KINDS', 'STUDENT_DIR', 'target_text', 'serialize',
+           'load_training', 'norm_question', 'eval_questions', 'check_disjoint', 'gold_hops', 'answer_hop',
+           'gold_selection', 'gold_examples', 'node_target', 'trace_examples', 'teacher_examples', 'distill_config',
+           'collect', 'same_header', 'distill_sets', 'collection_counts', 'read_examples', 'TrainConfig', 'data_hash',
            'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'train', 'adapter_hash', 'load_student',
            'shipped_student']
 
@@ -301,14 +301,19 @@ def read_examples(*paths) -> list[dict]:
 DEFAULT_DATA = tuple(f"runs/distill/gold-{d}-parser.jsonl" for d in ("musique-train", "hotpotqa-train", "2wiki-dev-150"))
 
 # %% ../nbs/40_distill.ipynb #d91360c6
+EXAMPLE_KINDS = ("trajectory", "hop")   # the kinds of examples `distill collect` writes
+
 @dataclass
 class TrainConfig:
-    """Hyperparameters of `train`, defaults chosen from `benchmarks/speed/bench_distill.py` on a 2-core CPU: `steps` optimizer
-    steps of `batch` examples, AdamW at `lr`; LoRA of rank `rank` (scale `alpha`) on the attention projections of the
-    top `layers` decoder layers (0: all); sequences over `max_len` tokens left out and counted; `val_frac` of the
+    """Hyperparameters of `train`. The defaults fit a 2-core CPU: 100 steps of 4 examples (~1,000 tokens each) took
+    1,561 s (15.6 s per step, fp32, 2 threads) on the MuSiQue gold-teacher file; bf16 autocast is slower on a CPU
+    without AVX-512/AMX. `steps` optimizer steps of `batch` examples, AdamW at `lr`; LoRA of rank `rank` (scale
+    `alpha`) on the attention projections of the top `layers` decoder layers (0: all); `kinds`: the example kinds
+    trained on, comma-separated (`trajectory`: the steps of whole gold trajectories; `hop`: each hop as its own
+    one-step question, which always stops at its first step); sequences over `max_len` tokens left out and counted; `val_frac` of the
     questions held out, their loss reported after every epoch; a checkpoint every `save_every` steps; `bf16`: bf16
     autocast of the forward pass (the LoRA weights and optimizer stay fp32)."""
-    steps: int = 200
+    steps: int = 100
     batch: int = 4
     lr: float = 5e-4
     rank: int = 8
@@ -319,6 +324,11 @@ class TrainConfig:
     seed: int = 0
     bf16: bool = False
     layers: int = 8
+    kinds: str = "trajectory,hop"
+
+    def __post_init__(self):
+        bad = [k for k in self.kinds.split(",") if k not in EXAMPLE_KINDS]
+        if bad or not self.kinds: raise ValueError(f"TrainConfig.kinds: {self.kinds!r} is not a comma-separated choice of {', '.join(EXAMPLE_KINDS)}")
 
 def _split(examples, val_frac):
     "`(train, validation)` by question: a question id whose hash falls below `val_frac` sends all its examples to validation."
@@ -413,7 +423,8 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     paths = [data] if isinstance(data, (str, Path)) else list(data)
     base = _base_path(student)
     tok = AutoTokenizer.from_pretrained(base)
-    examples = read_examples(*paths)
+    examples = [e for e in read_examples(*paths) if e["kind"] in cfg.kinds.split(",")]
+    if not examples: raise ValueError(f"{paths} hold no example of kinds {cfg.kinds!r}")
     seqs, long = serialize_examples(tok, examples, cfg.max_len)
     if not seqs: raise ValueError(f"no example of {paths} fits max_len={cfg.max_len} tokens")
     if long: warnings.warn(f"{len(long)} of {len(examples)} examples are longer than max_len={cfg.max_len} tokens and are left out "

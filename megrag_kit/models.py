@@ -31,7 +31,10 @@ class Generation:
     omits `usage`); `cached`: served by the call cache; `latency_s`: wall seconds of the call when it was made;
     `finish_reason`: `stop` (the model ended), `length` (cut by the token limit), `refusal` or `content_filter`
     (the model or server refused), `None` when unknown; `unparsed`: the caller could not parse the text into
-    the structure it asked for; `reask`: this call re-asked after an unparsed answer."""
+    the structure it asked for; `reask`: this call re-asked after an unparsed answer; `batch_n`: how `latency_s` was
+    timed: 1 when the backend timed this call on its own (one prompt, or a server request of its own), N > 1 when
+    it is the wall time of a lock-step batch of N prompts split evenly (a local model's batched `generate`), `None`
+    when not recorded (a cache entry written before the field existed)."""
     text: str
     prompt_tokens: int | None = 0
     completion_tokens: int | None = 0
@@ -41,6 +44,7 @@ class Generation:
     finish_reason: str | None = None
     unparsed: bool = False
     reask: bool = False
+    batch_n: int | None = None
 
 def _plus(a, b):
     "Sum of two counts where `None` (unknown) stays unknown."
@@ -107,6 +111,9 @@ class CostMeter:
     def __init__(self, on_record=None):
         self._gens: dict[str, list] = {}; self.wall_s = 0.0; self.phase_s: dict[str, float] = {}
         self.on_record = on_record
+    def generations(self, phase: str = "answering") -> list:
+        "The `Generation`s of `phase` recorded in this block, in call order (cache hits included)."
+        return list(self._gens.get(phase, []))
     def fresh_seconds(self, phase: str = "answering") -> float:
         "Model seconds of the calls of `phase` made in this block (a cache hit costs ~0 s now, whatever its first latency)."
         return sum(g.latency_s for g in self._gens.get(phase, []) if not g.cached)
@@ -264,6 +271,7 @@ class ChatModel:
                 g.reasoning = "\n".join(x for x in (g.reasoning, thought) if x) or None
                 cut = cut_at_stop(answer, stop)
                 if cut != answer: g.finish_reason = "stop"          # ended by a stop string applied here, not by the limit
+                g.batch_n = 1 if g.latency_s else len(chunk)        # timed by the backend, or a share of the chunk's time
                 g.text, g.latency_s = cut.strip(), g.latency_s or dt
                 self._check(g, validate[i] if isinstance(validate, list) else validate, json_schema)
                 if self.cache is not None: self.cache.set(LLMCache.key(self.model_id, msgs[i], params), g)
@@ -1019,11 +1027,15 @@ class LlamaCppChatModel(ChatModel):
                       repeat_penalty=1.0, stop=stop or [], seed=seed if temperature > 0 else None)
             if json_schema is not None: kw["grammar"] = self._grammar(json_schema)
             try:
-                with self._call_lock: r = self.llm.create_completion(self.render(m), **kw)
+                with self._call_lock:
+                    t0 = time.perf_counter()           # one prompt at a time: each call is timed on its own
+                    r = self.llm.create_completion(self.render(m), **kw)
+                    dt = time.perf_counter() - t0
             except ValueError as e:            # e.g. a prompt longer than the context
                 out.append(ModelCallError(f"llama.cpp ({self.path.name}): {e}")); continue
             ch, u = r["choices"][0], r.get("usage") or {}
-            out.append(Generation(ch["text"].strip(), u.get("prompt_tokens"), u.get("completion_tokens"), finish_reason=ch.get("finish_reason")))
+            out.append(Generation(ch["text"].strip(), u.get("prompt_tokens"), u.get("completion_tokens"), latency_s=dt,
+                                  finish_reason=ch.get("finish_reason")))
         return out
 
 def _load_llamacpp(spec: str, device: str = "auto", **kw) -> LlamaCppChatModel:

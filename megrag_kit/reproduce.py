@@ -16,7 +16,7 @@ from .runner import read_predictions, run as run_questions, versions
 # %% auto #0
 __all__ = ['COMMON_PARAMS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset', 'check_params', 'build_model',
            'hardware', 'default_out', 'markdown_table', 'Experiment', 'structure', 'ExperimentError', 'notebooks_dir',
-           'notebook_params', 'profile_datasets', 'check_datasets', 'reproduce']
+           'notebook_params', 'profile_datasets', 'check_datasets', 'publish_figures', 'reproduce']
 
 # %% ../nbs/95_reproduce.ipynb #eaa5efbe
 def paper_dataset(name: str) -> str | None:
@@ -75,12 +75,16 @@ def default_out(profile: str = "demo") -> Path:
     root = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "settings.ini").exists()), Path.cwd())
     return root / "runs" / f"reproduce-{profile}"
 
-def markdown_table(df) -> str:
-    "A pandas DataFrame as a Markdown table (floats with 2 decimals, counts `n` and budgets `B` as integers, missing values empty)."
+def markdown_table(df, ints=()) -> str:
+    """A pandas DataFrame as a Markdown table: floats with 2 decimals; as integers the counts `n`, the budgets `B`, the
+    columns named in `ints` and those of an integer dtype (`Int64` keeps a count column with missing cells integral:
+    a paper's count prints "459", not "459.00"); missing values (`None`, NaN, `pd.NA`) empty."""
     import math
+    import pandas as pd
+    whole = {c for c in df.columns if c in ("n", "B") or c in ints or pd.api.types.is_integer_dtype(df[c].dtype)}
     def cell(v, col):
-        if v is None or (isinstance(v, float) and math.isnan(v)): return ""
-        if isinstance(v, float): return str(int(v)) if col in ("n", "B") and v.is_integer() else f"{v:.2f}"
+        if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)): return ""
+        if isinstance(v, float): return str(int(v)) if col in whole and v.is_integer() else f"{v:.2f}"
         return str(v).replace("|", "\\|")
     head = "| " + " | ".join(map(str, df.columns)) + " |"
     return "\n".join([head, "|" + "---|" * len(df.columns)] +
@@ -143,10 +147,10 @@ class Experiment:
                               **({"index_passages": len(passages)} if passages is not None else {})))
         return s, rows
 
-    def table(self, df, name: str, caption: str = "") -> list[Path]:
-        "Save a pandas DataFrame as `tables/NAME.md` (Markdown, `caption` above it) and `tables/NAME.csv`; returns both paths."
+    def table(self, df, name: str, caption: str = "", ints=()) -> list[Path]:
+        "Save a pandas DataFrame as `tables/NAME.md` (Markdown, `caption` above it; `ints`: count columns, see `markdown_table`) and `tables/NAME.csv`; returns both paths."
         md, csv = self.out / "tables" / f"{name}.md", self.out / "tables" / f"{name}.csv"
-        md.write_text((f"{caption}\n\n" if caption else "") + markdown_table(df) + "\n"); df.to_csv(csv, index=False)
+        md.write_text((f"{caption}\n\n" if caption else "") + markdown_table(df, ints) + "\n"); df.to_csv(csv, index=False)
         self.outputs += [str(md), str(csv)]
         return [md, csv]
 
@@ -249,8 +253,21 @@ def check_datasets(names, profile: str = "") -> dict:
                               "--param dataset=demo")
     return got
 
+def publish_figures(src, dest) -> list[Path]:
+    """Copy every figure image (`*.png`) of the folder `src` (a reproduction's `figures/`) into `dest`, removing the
+    images in `dest` that `src` no longer has, so `dest` holds exactly the figures of the last reproduction; returns
+    the copied paths, sorted. `FileNotFoundError` when `src` is not a folder."""
+    import shutil
+    src, dest = Path(src), Path(dest)
+    if not src.is_dir(): raise FileNotFoundError(f"publish_figures: {src} is not a folder of figures")
+    dest.mkdir(parents=True, exist_ok=True)
+    names = sorted(p.name for p in src.glob("*.png"))
+    for old in dest.glob("*.png"):
+        if old.name not in names: old.unlink()
+    return [Path(shutil.copyfile(src / n, dest / n)) for n in names]
+
 def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict | None = None, out=None,
-              progress: bool = True, kernel: str = "python3", check: bool = False) -> dict:
+              progress: bool = True, kernel: str = "python3", check: bool = False, figures_dir=None) -> dict:
     """Execute the experiment notebooks (`EXPERIMENTS`, or the names in `only`) with papermill under `profile`'s
     parameters updated by `params`; returns `{name: {"notebook": executed path, "outputs": [paths], "wall_s": s}}`.
 
@@ -260,7 +277,11 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     `paper`'s, meant for a GPU) are validated in seconds before hours of runs; `notebook` is then `None` and
     `outputs` empty. `ValueError` for an unknown profile,
     experiment name or parameter (naming the valid ones); a notebook that fails raises `ExperimentError` naming the
-    error and its executed copy (kept, up to the failing cell)."""
+    error and its executed copy (kept, up to the failing cell).
+
+    After a full run (every experiment) the figures are copied (`publish_figures`) to `figures_dir`; by default, for
+    the `demo` profile written to its default folder, to `figures/reproduce-demo/` of the repository (the README and
+    the documentation link them from there); `figures_dir=False` copies nothing."""
     import papermill as pm
     if profile not in PROFILES: raise ValueError(f"unknown profile {profile!r}; one of {list(PROFILES)}")
     names = list(only or EXPERIMENTS)
@@ -290,4 +311,8 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
             raise ExperimentError(f"{n} failed: {e.ename}: {e.evalue} (the executed notebook, up to the failing cell: {dest})") from None
         rec = json.loads((out / "results" / f"{n}.json").read_text())
         done[n] = dict(notebook=str(dest), outputs=rec["outputs"], wall_s=round(time.perf_counter() - t0, 1))
+    if figures_dir is None and profile == "demo" and out == default_out(profile) and not only: figures_dir = root / "figures" / f"reproduce-{profile}"
+    if figures_dir and not check:
+        copied = publish_figures(out / "figures", figures_dir)
+        if progress: print(f"copied {len(copied)} figures to {figures_dir}", flush=True)
     return done

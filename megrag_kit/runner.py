@@ -17,8 +17,8 @@ from .method import Method
 
 # %% auto #0
 __all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'FAST_SETTINGS', 'SUMMARY_LEGEND', 'score', 'summarize', 'read_predictions', 'versions',
-           'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'estimate_calls', 'run', 'format_summary',
-           'compare_runs']
+           'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'estimate_calls', 'latency_basis', 'run',
+           'format_summary', 'compare_runs']
 
 # %% ../nbs/90_runner.ipynb #d6a8652b
 RETRIEVAL_KS = (1, 2, 5, 10, 20)
@@ -179,6 +179,21 @@ def _answer(method: Method, batch: list[Question], on_record=None):
 
 _WARM_IMPORTS = ("jsonschema", "json_repair")   # imported lazily on the answering path; jsonschema alone takes seconds
 
+def latency_basis(gens, n_questions: int) -> str:
+    """How the `latency_s` of the questions of one runner batch was measured, from the batch's answering calls
+    `gens` (`Generation`s, cache hits included) and the number of questions `n_questions` answered together:
+
+    - `measured`: the question was answered alone (a batch of one), so its model seconds are its own calls' times;
+    - `measured per call`: every call was timed on its own (`batch_n == 1`, e.g. concurrent server requests): the
+      question's model seconds are its own calls', only the non-model remainder of the batch is split evenly;
+    - `batch share`: some call's seconds are a lock-step batch's wall time split evenly over its prompts
+      (`batch_n > 1`, a local model's batched `generate`): a share of the batch's time, not measured per question;
+    - `unknown`: some call does not say how it was timed (a cache entry written before `batch_n` was recorded)."""
+    if n_questions <= 1: return "measured"
+    ns = [g.batch_n for g in gens]
+    if any(n is None for n in ns): return "unknown"
+    return "batch share" if any(n > 1 for n in ns) else "measured per call"
+
 def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_size: int = 8, seed: int = 0,
         show_progress: bool = True, manifest: dict | None = None) -> dict:
     """Answer the first `limit` questions of `dataset` with `method` (all when `None`), resumably; returns the summary dict.
@@ -260,9 +275,13 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
                 # loading) and less the model calls made now; each question adds its own model seconds (first-call latency)
                 other = max(0.0, meter.wall_s - sum(v for k, v in meter.phase_s.items() if k != "answering") - meter.fresh_seconds("answering"))
                 share = {k: None if v is None else round(v / len(qb), 4) for k, v in dict(llm_calls=idx.llm_calls, tokens=idx.tokens, llm_seconds=idx.llm_seconds).items()}
+                # how latency_s was measured, and the lock-step batch it came from: its questions and its online wall
+                # seconds (the time each of them waited for its answer: answers are written when the batch ends)
+                timing = dict(latency_basis=latency_basis(meter.generations("answering"), len(qb)), batch_questions=len(qb),
+                              batch_wall_s=round(max(0.0, meter.wall_s - sum(v for k, v in meter.phase_s.items() if k != "answering")), 4))
                 for q, a in zip(qb, answers):
                     log.write(dict(**base(q), prediction=a.prediction, retrieved=list(a.retrieved), **a.fields, **a.cost.row(),
-                                   latency_s=round(a.cost.llm_seconds + other / len(qb), 4), indexing=share, **score(q, a.prediction, a.retrieved), trace=a.trace))
+                                   latency_s=round(a.cost.llm_seconds + other / len(qb), 4), **timing, indexing=share, **score(q, a.prediction, a.retrieved), trace=a.trace))
             bar.update(len(batch))
     bar.close()
     mf["models"] = {**(mf.get("models") or {}), **res.loaded()}

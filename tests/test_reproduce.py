@@ -40,6 +40,15 @@ def done(fake_env, tmp_path_factory):
     return out, reproduce("demo", params=FAKE, out=out, progress=False)
 
 
+def _svg_ticks(p: Path, axes: int, axis: str) -> list[str]:
+    "The tick labels of axis `x` or `y` of the `axes`-th axes (1-based) of a matplotlib SVG (text kept as text)."
+    root = ET.parse(p).getroot()
+    ax = next(g for g in root.iter() if g.get("id") == f"axes_{axes}")
+    part = [g for g in ax if (g.get("id") or "").startswith("matplotlib.axis_")][0 if axis == "x" else 1]   # ids count across axes
+    return [t.text.strip() for tick in part if (tick.get("id") or "").startswith(f"{axis}tick_") for t in tick.iter()
+            if t.tag.endswith("text") and t.text and t.text.strip()]
+
+
 def _svg_text(p: Path) -> str:
     root = ET.parse(p).getroot()                     # a valid SVG document (text kept as text)
     return " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
@@ -62,7 +71,7 @@ def test_figures_are_images_with_the_expected_series(done):
     from PIL import Image
     out, d = done
     figs = sorted({Path(f).stem for f in d["megrag_figures"]["outputs"] + d["evireform_tables"]["outputs"] + d["cara_tables"]["outputs"] if f.endswith(".png")})
-    assert figs == ["cara_fig2_budget", "cara_variants", "evireform_coverage", "evireform_growth", "evireform_paired", "evireform_sweeps", "megrag_budget", "megrag_fig3_termination", "megrag_fig4_composition", "megrag_fig5_depth", "megrag_fig6_latency", "megrag_granularity_by_step"]
+    assert figs == ["cara_fig2_budget", "cara_variants", "evireform_coverage", "evireform_fig_a1", "evireform_growth", "evireform_paired", "evireform_sweeps", "megrag_budget", "megrag_fig3_termination", "megrag_fig4_composition", "megrag_fig5_depth", "megrag_fig6_latency", "megrag_granularity_by_step"]
     for f in figs:
         with Image.open(out / "figures" / f"{f}.png") as im: im.verify(); assert im.format == "PNG"
         with Image.open(out / "figures" / f"{f}.png") as im: assert im.size[0] > 300 and im.size[1] > 200
@@ -73,7 +82,9 @@ def test_figures_are_images_with_the_expected_series(done):
               "evireform_coverage": ["ours (evireform)", "paper (2wikimultihopqa)", "final top 5", "n = 3 questions"],
               "evireform_sweeps": ["alpha", "beta", "k_r", "L", "ours recall@5", "ours chain@5", "n = 2 questions", "paper: R@5 range 0.12 (2Wiki)"],
               "evireform_growth": ["ours: dense", "ours: bm25", "ours: full", "paper: full, MuSiQue (200 q)", "55 p", "254 p", "n = 3 questions"],
-              "cara_fig2_budget": ["ours, m = 1", "ours, m = 2", "MRR", "Hit@1", "T_max", "n = 2 questions per point"]}
+              "evireform_fig_a1": ["ours: EviReform minus the strongest other run", "R@5 vs", "F1 vs", "11 of the 12 paired intervals"],
+              "cara_fig2_budget": ["ours, m = 1", "ours, m = 2", "Recall@20", "BERTScore F1 (bert-score with all-MiniLM-L6-v2", "T_max",
+                                   "n = 2 questions per point", "not computed: the budget runs did not score BERTScore"]}
     for f, want in series.items():
         text = _svg_text(out / "figures" / f"{f}.svg")
         assert all(w in text for w in want), (f, want, text[:300])
@@ -507,3 +518,84 @@ def test_the_openie_backend_parameter_is_checked():
     with pytest.raises(ValueError, match="openie_backend must be llm or parser, got 'spacy'"): check_params({**common, "openie_backend": "spacy"})
     assert check_params({**common, "openie_backend": "parser"}) == {} == check_params(common)
     assert PROFILES["demo"]["openie_backend"] == "parser" and "openie_backend" not in PROFILES["paper"]
+
+
+def test_count_and_budget_axes_have_whole_ticks_and_figure6_says_how_latency_was_measured(done):
+    "Figure 3's question counts and the budget figure's B axis tick at whole numbers; Figure 6's log axis has readable labels."
+    out, _ = done
+    whole = lambda ts: ts and all(t.replace("\u2212", "-").lstrip("-").isdigit() for t in ts)
+    assert whole(_svg_ticks(out / "figures" / "megrag_fig3_termination.svg", 1, "y")), _svg_ticks(out / "figures" / "megrag_fig3_termination.svg", 1, "y")
+    for i in (1, 2, 3):                                          # one panel per measure, each on the budgets 1, 2 (ours) and 4 (the paper's)
+        ticks = _svg_ticks(out / "figures" / "megrag_budget.svg", i, "x")
+        assert ticks == ["1", "2", "4"], ticks
+    xt = _svg_ticks(out / "figures" / "megrag_fig6_latency.svg", 1, "x")
+    assert len(xt) >= 2 and all(float(t) > 0 for t in xt), xt
+    text = _svg_text(out / "figures" / "megrag_fig6_latency.svg")
+    assert "how latency was measured" in text and "batch size 8" in text and "measured per call" in text   # the scripted policy times each call
+    import pandas as pd
+    d6 = pd.read_csv(out / "figures" / "megrag_fig6_latency.csv").set_index("method")
+    assert d6.loc["megrag (paper)", "latency_s"] == 11.5 and set(d6["latency basis"].iloc[:3]) == {"measured per call"}
+
+
+def test_rows_say_how_latency_was_measured(tmp_path):
+    "A lock-step batch's split time is labelled `batch share`; a call the backend timed, `measured per call`; one question alone, `measured`."
+    from megrag_kit.models import Generation
+    from conftest import ScriptedLLM
+    class LockStep(ScriptedLLM):                                 # returns no latency of its own: generate splits the chunk's time
+        def _generate(self, messages, **params): return [Generation(g.text, 10, 3) for g in super()._generate(messages, **params)]
+    demo = load_dataset("demo")
+    for name, llm, bs, want in (("lock", LockStep(lambda m: "Cork"), 2, "batch share"), ("timed", ScriptedLLM(lambda m: "Cork", 0.25), 2, "measured per call"),
+                                ("alone", LockStep(lambda m: "Cork"), 1, "measured")):
+        res = Resources(demo, llm=llm, embedder=HashEmbedder(), store_root=tmp_path / "store")
+        m = build_method("direct", {"reader_constrain_options": False}, res)      # free prompts: one generate for the batch
+        run(m, demo, tmp_path / name, limit=2, batch_size=bs, show_progress=False)
+        rows = read_predictions(tmp_path / name / "predictions.jsonl")
+        assert [r["latency_basis"] for r in rows] == [want] * 2 and [r["batch_questions"] for r in rows] == [bs] * 2
+        assert all(r["batch_wall_s"] >= 0 for r in rows)
+
+
+def test_table1_has_the_papers_baseline_rows_and_counts_print_whole(done):
+    import pandas as pd
+    out, _ = done
+    t1 = pd.read_csv(out / "tables" / "megrag_table1.csv").set_index("run")
+    assert (t1.loc["direct", "paper F1"], t1.loc["direct", "paper EM"]) == (28.51, 25.0)            # 2Wiki, Qwen3-8B (Table 1)
+    assert (t1.loc["native_rag", "paper F1"], t1.loc["native_rag", "paper EM"]) == (32.10, 28.90)
+    assert t1.loc["direct", "paper row"] == "Direct Model, Qwen3-8B (Table 1)" and pd.isna(t1.loc["oracle", "paper F1"])
+    cov = (out / "tables" / "evireform_coverage.md").read_text()
+    assert "| 459 | 416 |" in cov and "459.00" not in cov and "416.00" not in cov
+
+
+def test_the_new_appendix_tables_carry_the_papers_values(done):
+    "EviReform Table A.1 (strongest other retriever per metric) and A.11, CARA Table 5, each with the paper's values."
+    import pandas as pd
+    from megrag_kit.metrics import paired_bootstrap
+    out, _ = done
+    a1 = pd.read_csv(out / "tables" / "evireform_table_a1.csv").set_index("metric")
+    assert list(a1.index) == ["R@5", "R@10", "F1", "EM"] and set(a1["paper strongest system"]) == {"GeAR"}   # 2Wiki: GeAR for both
+    runs = Path(__file__).parents[1] / "runs"
+    k = int(a1.loc["R@5", "n"])                                       # the notebook's limit: the first k questions of each run
+    rows = lambda n: {r["id"]: r for r in [r for r in read_predictions(runs / n / "predictions.jsonl") if not r.get("failed")][:k]}
+    best = a1.loc["R@5", "comparator"]
+    assert best in ("2wiki20-evireform-dense", "2wiki20-evireform-bm25", "2wiki20-native_rag")
+    d = paired_bootstrap({q: 100 * v["recall@5"] for q, v in rows("2wiki20-evireform").items()}, {q: 100 * v["recall@5"] for q, v in rows(best).items()})
+    assert a1.loc["R@5", "diff"] == round(d["diff"], 2) and a1.loc["R@5", "above zero"] == (d["lo"] > 0)
+    a11 = pd.read_csv(out / "tables" / "evireform_table_a11.csv")
+    assert a11["paper musique"].tolist() == [-0.04, 5.90, 5.93, 5.72, 0.03] and a11["ours"].str.startswith("not computed").all()
+    t5 = pd.read_csv(out / "tables" / "cara_table5.csv").set_index("setting")
+    assert t5.loc["agents m", "paper (§4.2, captions)"] == "3" and t5.loc["agents m", "ours (the full run)"] == "2"
+    assert t5.loc["steps per agent T_max", "paper (§4.2, captions)"] == "150" and t5.loc["Neighbors k", "ours (the full run)"] == "5"
+
+
+def test_the_published_figures_are_the_reproductions_and_linked_from_readme_and_docs():
+    "figures/reproduce-demo/ holds the committed reproduction's figures, each linked from the README and the docs' figures page."
+    import filecmp, importlib.util
+    root = Path(__file__).parents[1]
+    pub, made = root / "figures" / "reproduce-demo", root / "runs" / "reproduce-demo" / "figures"
+    names = sorted(p.name for p in pub.glob("*.png"))
+    assert names and names == sorted(p.name for p in made.glob("*.png"))
+    assert all(filecmp.cmp(pub / n, made / n, shallow=False) for n in names)
+    readme = (root / "README.md").read_text()
+    assert all(f"(figures/reproduce-demo/{n})" in readme for n in names), [n for n in names if f"(figures/reproduce-demo/{n})" not in readme]
+    spec = importlib.util.spec_from_file_location("docs_tool", root / "tools" / "docs.py"); docs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(docs)
+    assert docs.PUBLISHED == pub

@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NBS, DOCS, BUILD = ROOT / "nbs", ROOT / "_docs", ROOT / "_build"
 STORED = {"index", "80_tutorial"}                       # shown with the outputs committed in the notebook
 REPRODUCTION = ROOT / "runs" / "reproduce-demo"        # the committed `megrag-kit reproduce --profile demo`
+PUBLISHED = ROOT / "figures" / "reproduce-demo"              # its figures, copied there by the same command
 EXPLORER_RUN = ROOT / "runs" / "2wiki21-megrag-full-seam"
 _HIDE = re.compile(r"^#\|\s*(hide|include:\s*false|echo:\s*false)\s*$", re.M)
 SECTIONS = [("Start", ["index", "quickstart", "80_tutorial", "explorer", "figures"]),
@@ -306,19 +307,20 @@ def page_md(stem: str, nb: dict, ids: dict[str, str], refs: dict[str, str], page
 
 
 def figures_md(out: Path, pages=()) -> str:
-    "The figures page: every figure of the committed reproduction, with the file it was drawn from."
-    figs = sorted((REPRODUCTION / "figures").glob("*.png"))
+    "The figures page: every figure of the committed reproduction (as published in figures/reproduce-demo/), with its CSV."
+    figs = sorted(PUBLISHED.glob("*.png"))
     (out / "figures").mkdir(parents=True, exist_ok=True)
     parts = ["# Figures of the committed reproduction",
-             "> Every figure that `megrag-kit reproduce --profile demo` drew into `runs/reproduce-demo/figures/` (the "
-             "shipped demo set, SmolLM2-135M and MiniLM on a CPU). Each one's numbers are in the CSV file beside it; the "
+             "> Every figure that `megrag-kit reproduce --profile demo` drew into `runs/reproduce-demo/figures/` and copied to "
+             "the repository's `figures/reproduce-demo/` (the shipped demo set, SmolLM2-135M and MiniLM on a CPU). Each one's "
+             "numbers are in the CSV file beside it; the "
              "notebooks that draw them are the Experiments pages, shown as that reproduction executed them.",
              " · ".join(f"[{t}]({s}.md)" for s, t in (("50_megrag_tables", "MEGRAG tables"), ("51_megrag_figures", "MEGRAG figures"),
                         ("52_evireform_tables", "EviReform tables and figures"), ("53_cara_tables", "CARA tables and figures"))
                         if s in pages)]
     for f in figs:
         shutil.copy2(f, out / "figures" / f.name)
-        csv = f.with_suffix(".csv")
+        csv = REPRODUCTION / "figures" / f"{f.stem}.csv"
         if csv.exists(): shutil.copy2(csv, out / "figures" / csv.name)
         parts.append(f"## {f.stem}\n\n![{f.stem}](figures/{f.name})\n\n" + (f"Data: [{csv.name}](figures/{csv.name})" if csv.exists() else ""))
     return "\n\n".join(parts) + "\n"

@@ -30,10 +30,10 @@ else
 fi
 stage nbdev_test nbdev_test --n_workers 1 "${flags[@]}" || exit 1
 if [ $fast -eq 1 ]; then
-  stage "pytest (fast tier)" pytest -q -m "not slow" "$@"; rc=$?
+  stage "pytest (fast tier)" pytest -q --durations=15 -m "not slow" "$@"; rc=$?
   if [ $rc -eq 5 ]; then echo "[tools/test.sh] pytest: every selected test is marked slow; fast tier has nothing to run (ok)"; exit 0; fi
 else
-  stage "pytest (all tiers)" pytest -q "$@"; rc=$?
+  stage "pytest (all tiers)" pytest -q --durations=25 "$@"; rc=$?
   if [ $rc -eq 5 ]; then echo "[tools/test.sh] pytest collected no tests"; exit 1; fi
 fi
 exit $rc
