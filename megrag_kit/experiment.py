@@ -253,7 +253,7 @@ def _toml(v) -> str:
 
 def _long(text: str, width: int = 110) -> str:
     "A TOML string: a basic one, or past `width` characters a multi-line one folded at spaces (a line-ending backslash joins)."
-    if len(text) <= width: return _toml(text)
+    if len(text) <= width or text != text.strip() or "  " in text or "\n" in text: return _toml(text)   # folding keeps it whole
     import textwrap
     return '"""\\\n' + " \\\n".join(textwrap.wrap(text.replace("\\", "\\\\").replace('"', '\\"'), width)) + '"""'
 
