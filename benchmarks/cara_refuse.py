@@ -2,7 +2,8 @@
 row as `agent_lists`), aggregated by `count_fusion` instead of RRF and filled with the question's BM25 GlobalSearch
 order (taken from a `variant=global_search` run of the same questions), as `CARA(variant=count)` would rank them with
 the same seeds. The agents are not run again: on a CPU this halves the cost of the ablation. Writes a run folder
-(run.json, predictions.jsonl, summary.json) that `report.py` and `cara_table.py` read like any other.
+(run.json, predictions.jsonl, summary.json) that `megrag-kit report` reads like any other
+(a step of experiments/cara-*.toml).
 
     python benchmarks/cara_refuse.py runs/2wiki3-cara-full runs/2wiki3-cara-global_search runs/2wiki3-cara-count
 """

@@ -21,11 +21,11 @@ from .method import Answer, Method, ReaderOptions, param, register
 
 # %% auto #0
 __all__ = ['CAUSAL_SYSTEM', 'CAUSAL_SCHEMA_OUTPUT', 'AGENT_SYSTEM', 'ACTION_SCHEMA_SYSTEM', 'CAUSAL_LEVELS', 'AGENT_COUNTS',
-           'JUDGE_SYSTEM', 'TOOLS', 'HEALTH_COLUMNS', 'COST_TABLE', 'causal_prompt', 'parse_causal', 'causal_relevance',
-           'causal_score', 'count_fusion', 'fuse', 'parse_action', 'reply_kind', 'action_schema', 'parse_action_json',
-           'causal_schema', 'parse_causal_json', 'CARAAgents', 'bertscore_f1', 'faithfulness', 'CARAConfig',
-           'cost_estimate', 'CARA', 'cara_summary', 'contrast_note', 'budget_curve', 'reference_prompt', 'completeness',
-           'reference_answer', 'build_references']
+           'JUDGE_SYSTEM', 'PAPER', 'TOOLS', 'COST_COLUMNS', 'HEALTH_COLUMNS', 'COST_TABLE', 'causal_prompt',
+           'parse_causal', 'causal_relevance', 'causal_score', 'count_fusion', 'fuse', 'parse_action', 'reply_kind',
+           'action_schema', 'parse_action_json', 'causal_schema', 'parse_causal_json', 'CARAAgents', 'bertscore_f1',
+           'faithfulness', 'CARAConfig', 'cost_estimate', 'CARA', 'cara_summary', 'contrast_note', 'budget_curve',
+           'reference_prompt', 'completeness', 'reference_answer', 'build_references']
 
 # %% ../nbs/30_cara.ipynb #09c72103
 CAUSAL_SYSTEM = (
@@ -473,6 +473,24 @@ def faithfulness(llm: ChatModel, answers: list[str], contexts: list[list[str]]) 
     yes = Counter(i for (i, _), (v, _) in zip(flat, res) if v == "yes")
     return [yes[i] / len(cs) if cs else None for i, cs in enumerate(claims)], [g for _, gs in res for g in gs]
 
+# %% ../nbs/30_cara.ipynb #ad74337a
+PAPER = {
+    "source": "CARA paper, §4.2, Tables 1, 3 and 4 (captions only: their cells are not in the text), §5.3",
+    "dataset": "STaRK Amazon / MAG / Prime test sets (1,642 / 2,665 / 2,801 questions)",
+    "setting": "Qwen3.8-27B agents and causal module, m = 3 agents, T_max = 150, GlobalSearch k = 30, Neighbors k = 20",
+    "rows": {"full": "CARA* (Tables 1, 3, 4)", "no_causal": "w/o C (Table 3)", "count": "count-based (Table 3)",
+             "no_causal_count": "ARK = w/o C, count-based (Tables 1, 3, 4)", "global_search": "BM25 (Table 1)"},
+    "figure2_prime_bertscore": {30: 42.1, 150: 41.6},                                       # 3 agents, by T_max
+    # Figure 2's panels are Recall@20 and BERTScore (§5.3); the text gives no Recall@20 value, only its shape
+    "figure2_text": {"recall@20": "rises with the agents (Amazon, Prime); marginal gains from T_max 30 to 150",
+                     "bertscore": "m = 3: rises fast at small budgets, stable beyond T_max = 30; Prime 42.1 -> 41.6"},
+    # Table 5 (settings of the implementation): its cells are not in the text; the settings §4.2 and Tables 1-4 state
+    "table5": {"backbone": "Qwen3.8-27B (agents, causal module and answer generator), vLLM, thinking disabled",
+               "agents": 3, "t_max": 150, "global_search_k": 30, "neighbors_k": 20, "lambda": 0.5, "alpha": 0.5,
+               "agent_temperature": 1.0, "other_temperature": 0.0, "global_search": "BM25 over node text",
+               "fusion": "reciprocal rank fusion (ties: the better best rank first)"},
+}
+
 # %% ../nbs/30_cara.ipynb #77ebf94f
 @dataclass(frozen=True)
 class CARAConfig(ReaderOptions):
@@ -509,12 +527,16 @@ class CARAConfig(ReaderOptions):
     decoding: Literal["text", "schema"] = param("text", "text: the paper's line formats, parsed leniently | schema: agent actions and causal scores decoded under a JSON schema (for small local models)")
 
 TOOLS = ("GlobalSearch", "Neighbors", "Append", "Finish", "None")
-HEALTH_COLUMNS = {"prose %": "agent_prose_pct", "tool-word prose %": "agent_tool_word_pct",
-                  "invalid %": "agent_invalid_pct", "fallback uses": "fallback_uses", "causal failed %": "causal_failed_pct",
-                  "steps by model %": "steps_by_model_pct", "steps by rule %": "steps_by_rule_pct",
-                  "steps by gold %": "steps_by_gold_pct", "steps lost %": "steps_lost_pct",
-                  "appended by model": "appended_by_model", "appended by rule": "appended_by_rule",
-                  "appended by gold": "appended_by_gold"}
+COST_COLUMNS = {"agent calls": "agent_calls", "causal calls": "causal_calls", "total calls": "total_calls", "tokens": "tokens",
+                "GlobalSearch": "global_search_calls", "Neighbors": "neighbors_calls", "nodes examined": "nodes_examined",
+                "latency s": "latency_s", "agent unparsed %": "agent_unparsed_pct", "appended": "appended"}
+HEALTH_COLUMNS = {"steps by model %": "steps_by_model_pct", "steps by rule %": "steps_by_rule_pct",
+                  "steps by gold %": "steps_by_gold_pct", "steps lost %": "steps_lost_pct", "prose %": "agent_prose_pct",
+                  "tool-word prose %": "agent_tool_word_pct", "invalid %": "agent_invalid_pct",
+                  "fallback uses": "fallback_uses", "causal failed %": "causal_failed_pct",
+                  "causal missing %": "causal_missing_pct", "appended by model": "appended_by_model",
+                  "appended by rule": "appended_by_rule", "appended by gold": "appended_by_gold",
+                  "actions per question": "actions"}
 
 def cost_estimate(cfg, n_questions: int, s_per_call: float = 0.5) -> str:
     """A one-paragraph estimate of a CARA run's cost before it starts: the upper bounds of agent calls
@@ -541,9 +563,17 @@ class CARA(Method):
     ids: passage ids for a corpus, SKB node ids for STaRK), the agents' traces and the Table 4 cost fields."""
     name = "cara"
     Config = CARAConfig
-    report_columns = {"agent calls": "agent_calls", "causal calls": "causal_calls", "GlobalSearch": "global_search_calls",
-                      "Neighbors": "neighbors_calls", "nodes examined": "nodes_examined", "agent unparsed %": "agent_unparsed_pct",
-                      "causal missing %": "causal_missing_pct", "appended": "appended", **HEALTH_COLUMNS}
+    metrics = {"Hit@1": "hit@1", "Recall@20": "recall@20", "MRR": "mrr"}
+    report_tables = {"Cost per query (means; summed over the agents; the paper's Table 4):": COST_COLUMNS,
+                     "Policy health (steps: % of agent steps; replies: % of agent calls; causal: % of causal calls / of "
+                     "assessed candidates; appended: target nodes per question):": HEALTH_COLUMNS}
+    report_digits = 1
+    paper = PAPER
+
+    @classmethod
+    def contrast(cls, rows_a, rows_b, params_a, params_b, folder_a=None, folder_b=None) -> str:
+        "`contrast_note` of the two run folders (`''` without them)."
+        return contrast_note(folder_a, folder_b) if folder_a is not None and folder_b is not None else ""
 
     def run_name(self) -> str:
         v, gold = self.config.variant, self.config.policy == "gold"
@@ -624,7 +654,7 @@ class CARA(Method):
 COST_TABLE = ("agent_calls", "causal_calls", "global_search_calls", "neighbors_calls", "nodes_examined")
 def cara_summary(rows: list[dict]) -> dict:
     """CARA's summary fields over prediction rows (`{}` when none is a CARA row): the means per question of the Table 4
-    counts (`COST_TABLE`) and of `appended` (fused agent nodes before filling), `agent_unparsed_pct` (agent replies
+    counts (`COST_TABLE`), of their `total_calls` (agent and causal calls) and of `appended` (fused agent nodes before filling), `agent_unparsed_pct` (agent replies
     that were no action, % of agent calls), `causal_missing_pct` (candidates without a usable causal line, % of
     assessed candidates), and the means of `bertscore` and `faithfulness` (x100) where present.
 
@@ -642,6 +672,7 @@ def cara_summary(rows: list[dict]) -> dict:
     mean = lambda k: round(tot(k) / n, 3)
     pct = lambda a, b: round(100 * a / b, 2) if b else None
     out = {k: mean(k) for k in (*COST_TABLE, "appended")}
+    out["total_calls"] = round((tot("agent_calls") + tot("causal_calls")) / n, 3)
     calls = tot("agent_calls")
     out["agent_unparsed_pct"] = pct(tot("agent_unparsed"), calls)
     cand = tot("causal_parsed") + tot("causal_missing")

@@ -19,9 +19,10 @@ from .runner import (RunMismatchError, check_run_folder, compare_runs, dataset_h
 from .report import report as report_md
 
 # %% auto #0
-__all__ = ['app', 'FRIENDLY_ERRORS', 'STORE_OPTIONS', 'distill_app', 'scale_app', 'friendly', 'parse_options', 'parse_sets',
-           'run', 'methods', 'index', 'compare', 'report', 'datasets', 'main', 'reproduce', 'distill_collect',
-           'distill_train', 'scale_extract', 'scale_grid', 'explore']
+__all__ = ['app', 'FRIENDLY_ERRORS', 'STORE_OPTIONS', 'distill_app', 'scale_app', 'experiment_app', 'friendly', 'parse_options',
+           'parse_sets', 'run', 'methods', 'index', 'compare', 'report', 'datasets', 'main', 'reproduce',
+           'distill_collect', 'distill_train', 'scale_extract', 'scale_grid', 'experiment_run', 'experiment_report',
+           'experiment_from_runs', 'explore']
 
 # %% ../nbs/99_cli.ipynb #2f3ec467
 app = typer.Typer(add_completion=False, help="megrag_kit: multi-hop RAG methods (MEGRAG, EviReform, CARA) and baselines.",
@@ -191,9 +192,17 @@ def compare(run_a: Path, run_b: Path, metric: list[str] = typer.Option(["f1", "e
 @app.command()
 @friendly
 def report(runs: list[Path] = typer.Argument(..., help="run folders"),
-           against: list[Path] = typer.Option(None, help="reference run for paired differences (repeatable)")):
-    "A Markdown report of finished runs: the table of runs, F1 by group, paired differences against each --against run."
-    typer.echo(report_md(runs, against or []))
+           against: list[Path] = typer.Option(None, help="reference run: each run minus it, paired (repeatable)"),
+           pair: list[str] = typer.Option(None, help="A:B, run A minus run B, paired (folder or run names; repeatable)"),
+           metrics: str = typer.Option("", help="score keys, comma-separated (default: those the runs' methods declare)"),
+           common: bool = typer.Option(False, help="only the questions every run answered"),
+           save_scores: Path = typer.Option(None, help="also write the per-question scores (JSON) to this file")):
+    """A Markdown report of finished runs, from what their methods declare: the scores with 95% intervals, the cost
+    and policy-health tables, F1 by group, and paired differences (each run minus each --against run, each --pair)."""
+    bad = [p for p in pair or [] if len(p.split(":")) != 2]
+    if bad: raise typer.BadParameter(f"--pair expects A:B (two run names), got {bad[0]!r}")
+    ms = [m.strip() for m in metrics.split(",") if m.strip()] or None
+    typer.echo(report_md(runs, against or [], [p.split(":") for p in pair or []], ms, common, save_scores))
 
 @app.command()
 @friendly
@@ -377,6 +386,46 @@ def scale_grid(method: list[str] = typer.Option(..., help="a registered method (
         typer.echo(f"{c['state']:8s} {c['out']}" + (f"  n={s['n']} f1={s.get('f1')} em={s.get('em')}" if s else "") + (f"  {c['error']}" if c.get("error") else ""))
     if any(c["state"] == "error" for c in cells): raise typer.Exit(1)
 
+
+# %% ../nbs/99_cli.ipynb #05af18a9
+experiment_app = typer.Typer(help="Experiments declared in files (experiments/*.toml): run them, plan them, render their reports.",
+                             no_args_is_help=True)
+app.add_typer(experiment_app, name="experiment")
+
+@experiment_app.command("run")
+@friendly
+def experiment_run(file: Path = typer.Argument(..., help="an experiment file (TOML)"),
+                   limit: int = typer.Option(None, min=1, help="first N questions instead of the file's ({limit} in names follows)"),
+                   ray: bool = typer.Option(False, help="run the runs as Ray tasks (the cell runner of `scale grid`)"),
+                   workers: int = typer.Option(2, min=1, help="runs in flight on Ray"),
+                   address: str = typer.Option(None, help="a Ray cluster to join; default: a local instance"),
+                   dry_run: bool = typer.Option(False, help="check the file and print each run's state; run nothing")):
+    """Run an experiment file: its steps, every run not complete (a complete one is skipped, an unfinished one
+    resumes), then its reports. Exit status 1 when a run or a step failed."""
+    from megrag_kit.experiment import ExperimentFileError, run_experiment
+    if ray and not dry_run: _need_ray()
+    try: cells = run_experiment(file, limit, ray, workers, address, dry_run)
+    except (ExperimentFileError, RuntimeError) as e: typer.echo(f"Error: {e}", err=True); raise typer.Exit(1)
+    for c in cells: typer.echo(f"{c['state']:8s} {c['out']}" + (f"  {c['error']}" if c.get("error") else ""))
+
+@experiment_app.command("report")
+@friendly
+def experiment_report(file: Path = typer.Argument(..., help="an experiment file (TOML)"),
+                      limit: int = typer.Option(None, min=1, help="as for run")):
+    "Render an experiment file's reports from its run folders as they are (nothing runs); print them."
+    from megrag_kit.experiment import load_experiment, render_reports
+    for text in render_reports(load_experiment(file, limit)): typer.echo(text)
+
+@experiment_app.command("from-runs")
+@friendly
+def experiment_from_runs(runs: list[Path] = typer.Argument(..., help="run folders"),
+                         about: str = typer.Option("", help="one line: what the experiment is"),
+                         out: Path = typer.Option(None, help="write the file here (default: print it)")):
+    "The experiment file that reproduces finished run folders (their run.json): settings they share, each run's parameters."
+    from megrag_kit.experiment import from_runs
+    text = from_runs(runs, about)
+    if out: out.write_text(text); typer.echo(f"wrote {out}")
+    else: typer.echo(text, nl=False)
 
 # %% ../nbs/99_cli.ipynb #6c85ae2d
 @app.command()

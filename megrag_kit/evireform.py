@@ -24,14 +24,14 @@ from .method import Answer, ConfigError, Method, ReaderOptions, Resources, param
 __all__ = ['PROPOSITION_SCHEMA', 'PROPOSITION_EXAMPLES', 'PROPOSITION_STOP', 'PROPOSITION_MAX_NEW_TOKENS',
            'PROPOSITION_GROUNDING', 'PRONOUN_SUBJECTS', 'PRONOUN_POSSESSIVES', 'NUMERIC_ENTITY_LABELS', 'PROPAGATORS',
            'SELECT_SCHEMA', 'ORDER_SCHEMA', 'QUERY_PATTERN', 'SELECT_SYSTEM', 'SELECT_EXAMPLE', 'WRITE_SYSTEM',
-           'WRITE_EXAMPLE', 'REORDER_SYSTEM', 'EXAMPLE_MARKERS', 'VARIANTS', 'COPIED', 'proposition_prompt',
-           'normalize_entity', 'proposition_grounded', 'parse_propositions', 'ParserPropositions',
-           'default_proposition_parser', 'propositions_path', 'proposition_view', 'PropositionVectors',
-           'PropositionIndex', 'top_positive', 'seed_signal', 'residual_signal', 'combine', 'entity_propagation',
-           'no_propagation', 'readout', 'query_schema', 'reply_parser', 'selector_prompt', 'valid_selection',
-           'is_select_all', 'writer_prompt', 'copies_example', 'clean_queries', 'reorder_prompt', 'valid_order',
-           'EviReformConfig', 'gold_selection', 'gold_queries', 'EviReform', 'evireform_summary', 'contrast_flag',
-           'round_usage', 'growth_levels']
+           'WRITE_EXAMPLE', 'REORDER_SYSTEM', 'EXAMPLE_MARKERS', 'VARIANTS', 'PAPER', 'COPIED', 'HEALTH_COLUMNS',
+           'COVERAGE_COLUMNS', 'proposition_prompt', 'normalize_entity', 'proposition_grounded', 'parse_propositions',
+           'ParserPropositions', 'default_proposition_parser', 'propositions_path', 'proposition_view',
+           'PropositionVectors', 'PropositionIndex', 'top_positive', 'seed_signal', 'residual_signal', 'combine',
+           'entity_propagation', 'no_propagation', 'readout', 'query_schema', 'reply_parser', 'selector_prompt',
+           'valid_selection', 'is_select_all', 'writer_prompt', 'copies_example', 'clean_queries', 'reorder_prompt',
+           'valid_order', 'EviReformConfig', 'gold_selection', 'gold_queries', 'EviReform', 'evireform_summary',
+           'contrast_flag', 'round_usage', 'growth_levels']
 
 # %% ../nbs/20_evireform.ipynb #380d9315
 PROPOSITION_SCHEMA = {"type": "object", "properties": {"propositions": {"type": "array", "maxItems": 12, "items": {
@@ -594,6 +594,44 @@ class EviReformConfig(ReaderOptions):
         if self.combination == "residual_only" and self.reformulation == "none":
             raise ConfigError("evireform: combination=residual_only needs residual queries (reformulation=residual or repeat)")
 
+# %% ../nbs/20_evireform.ipynb #c4684e17
+PAPER = {
+    "source": "EviReform appendix (DeepSeek-V4-Flash at retrieval, BGE-M3; the full benchmarks), text of A.2-A.10",
+    # Table A.2 and the controls: the full method minus each control, points (R@5 / Chain@5)
+    "controls": {"no_reformulation": {"2wikimultihopqa": (7.20, 18.00), "hotpotqa": (2.75, 5.40), "musique": (3.63, 5.40)},
+                 "no_propagation": {"2wikimultihopqa": (0.60, 1.20), "hotpotqa": (0.60, 1.20), "musique": (0.93, 2.10)},
+                 "repeat_question": {"2wikimultihopqa": (None, 20.20), "hotpotqa": (None, 5.60), "musique": (None, 7.70)},
+                 "residual_only": {"2wikimultihopqa": (13.25, 29.20), "hotpotqa": (14.55, 27.20), "musique": (14.25, 15.80)}},
+    # Tables A.3 / A.4: complete-chain coverage (%) of the initial and expanded pools, expanded minus Chain@5 (points),
+    # pools that initially miss part of the chain and how many become complete
+    "coverage": {"2wikimultihopqa": dict(chain_initial=53.00, chain_expanded=95.70, expanded_minus_chain5=0.80, incomplete_initial=459, became_complete=416),
+                 "hotpotqa": dict(chain_initial=90.20, chain_expanded=96.90, expanded_minus_chain5=3.10, incomplete_initial=93, became_complete=62),
+                 "musique": dict(chain_initial=43.90, chain_expanded=61.70, expanded_minus_chain5=14.80, incomplete_initial=533, became_complete=150)},
+    # Tables A.5 / A.6: up to three rounds minus one round (R@5 points), questions entering rounds 2 and 3 (%), feedback tokens added (%)
+    "rounds": {"2wikimultihopqa": dict(delta_r5=-0.20, feedback_tokens_pct=80), "hotpotqa": dict(delta_r5=-0.40, round2_pct=23.1, round3_pct=3.5, feedback_tokens_pct=37),
+               "musique": dict(delta_r5=2.47, round2_pct=70.7, round3_pct=28.8, feedback_tokens_pct=147)},
+    # Tables A.8-A.10 / Figure A.2 (their cells are not in the text; its grids are 52's `sweeps` default): MuSiQue's beta ends, alpha's R@5 range, what it says of each
+    "sweeps_musique_beta": {0.25: dict(r5=70.47, c5=44.80), 0.75: dict(r5=74.18, c5=49.10)},
+    "sweeps_alpha_r5_range": {"2wikimultihopqa": 0.12, "hotpotqa": 0.50, "musique": 1.45},
+    "sweeps_text": {"alpha": "R@5 range 0.12 (2Wiki), 0.50 (HotpotQA), 1.45 (MuSiQue) points",
+                    "beta": "wider range; MuSiQue 0.25 -> 0.75: R@5 70.47 -> 74.18, Chain@5 44.80 -> 49.10",
+                    "k_r": "1 -> 8: 2Wiki R@5 rises substantially, HotpotQA changes < 1 point, MuSiQue nearly flat",
+                    "L": "1 -> 3: R@5 rises on all three datasets, most on 2Wiki"},
+    # Figure A.3: MuSiQue, the full method on the first 200 questions as the index grows over 1,000 questions' paragraphs
+    "growth_musique": {200: dict(r1=33.71, r5=76.46, r10=86.96, r20=89.92), 1000: dict(r1=30.67, r5=72.58, r10=80.54, r20=85.50)},
+    "growth_musique_passages": [3254, 5833, 8064, 9842, 11656],
+    # Table A.1 / Figure A.1: EviReform minus the strongest other system per metric (R@5, R@10, F1, EM), paired
+    # bootstrap; the text names the strongest systems and the one interval that overlaps zero
+    "table_a1": {"2wikimultihopqa": dict(closest_recall="GeAR", closest_qa="GeAR"),
+                 "hotpotqa": dict(closest_recall="NV-Embed-v2", closest_qa="GeAR", em_ci=(-0.50, 3.60)),
+                 "musique": dict(closest_recall="NV-Embed-v2", closest_qa="GeAR")},
+    "table_a1_text": "11 of the 12 paired intervals are strictly above zero; only HotpotQA EM overlaps zero, [-0.50, 3.60]",
+    # Table A.11: R@5 change of other embedding models against BGE-M3 (points), their range, and the retrieval LLM
+    "table_a11": {"2wikimultihopqa": dict(qwen3_r5=0.55, nv_embed_r5=0.70, range_r5=0.70, gpt_r5=0.10, gpt_r20=-0.55),
+                  "hotpotqa": dict(qwen3_r5=-0.95, nv_embed_r5=0.60, range_r5=1.55, gpt_r5=-0.15, gpt_r20=-1.10),
+                  "musique": dict(qwen3_r5=-0.04, nv_embed_r5=5.90, range_r5=5.93, gpt_r5=5.72, gpt_r20=0.03)},
+}
+
 # %% ../nbs/20_evireform.ipynb #6addc2b7
 def _top(index: PropositionIndex, rows, signal, k: int = 10) -> list:
     "The `k` best propositions of a signal as `[[unit id, score]]` (positive scores only)."
@@ -630,6 +668,12 @@ def _share(gold, pool) -> tuple[bool | None, float | None]:
     g = set(gold)
     return (None, None) if not g else (g <= set(pool), len(g & set(pool)) / len(g))
 
+HEALTH_COLUMNS = {"selector unparsed %": "selector_unparsed", "select-all %": "select_all", "seed fallback %": "seed_fallback",
+                  "writer unparsed %": "writer_unparsed", "copied queries": "copied_queries",
+                  "copy questions %": "copied_questions", "residual fallback %": "residual_fallback"}
+COVERAGE_COLUMNS = {"mean queries": "mean_queries", "chain initial %": "chain_initial", "chain expanded %": "chain_expanded",
+                    "became complete": "became_complete", "props/passage": "propositions_per_passage"}
+
 @register
 class EviReform(Method):
     """EviReform retrieval (*EviReform: Evidence-Guided Query Reformulation for Multi-Hop Graph Retrieval*, Appendix:
@@ -642,11 +686,15 @@ class EviReform(Method):
     extraction calls are booked to the `indexing` phase) and the per-question fields `evireform_summary` reads."""
     name = "evireform"
     Config = EviReformConfig
-    report_columns = {"chain initial %": "chain_initial", "chain expanded %": "chain_expanded", "became complete": "became_complete",
-                      "selector unparsed %": "selector_unparsed", "select-all %": "select_all", "seed fallback %": "seed_fallback",
-                      "writer unparsed %": "writer_unparsed", "copied queries": "copied_queries",
-                      "copy questions %": "copied_questions", "residual fallback %": "residual_fallback",
-                      "props/passage": "propositions_per_passage"}
+    metrics = {"Recall@5": "recall@5", "Recall@10": "recall@10", "Chain@5": "chain@5"}
+    report_tables = {"Policy health (each a rule or an unusable reply standing in for an LLM decision; % of questions, "
+                     "copied queries a count) and coverage:": {**HEALTH_COLUMNS, **COVERAGE_COLUMNS}}
+    paper = PAPER
+
+    @classmethod
+    def contrast(cls, rows_a, rows_b, params_a, params_b, folder_a=None, folder_b=None) -> str:
+        "`contrast_flag` of the two runs' rows and `run.json` params."
+        return contrast_flag(rows_a, rows_b, params_a, params_b)
 
     @cached_property
     def llm(self): return self.res.llm

@@ -22,13 +22,13 @@ from .method import Answer, ConfigError, Method, ReaderOptions, param, register
 # %% auto #0
 __all__ = ['COMPOSITIONS', 'VARIANTS', 'SUFFICIENCY_SCHEMA', 'TEXT_PATTERN', 'NODE_SCHEMA', 'NODE_SCHEMA_NO_RELATION',
            'SUFFICIENCY_SYSTEM', 'SUFFICIENCY_EXAMPLES', 'RELATION_CLAUSE', 'NODE_SYSTEM', 'NODE_EXAMPLES', 'RAW_LINE',
-           'RULES', 'LEVELS', 'UNIT_PATTERN', 'SINGLE_SYSTEM', 'SINGLE_EXAMPLES', 'MEGRAGConfig', 'Candidates',
+           'RULES', 'PAPER', 'LEVELS', 'UNIT_PATTERN', 'SINGLE_SYSTEM', 'SINGLE_EXAMPLES', 'MEGRAGConfig', 'Candidates',
            'collect_candidates', 'Node', 'EvidenceGraph', 'evidence_lines', 'graph_summary', 'node_schema',
            'sufficiency_prompt', 'example_graph', 'system_text', 'node_prompt', 'node_errors', 'coerce_node',
            'forced_continue', 'resolver_context', 'raw_evidence_line', 'ranked_retrieval', 'relation_bank',
            'shuffled_relation', 'MEGRAG', 'cut_text', 'candidate_lines', 'single_schema', 'single_prompt',
            'select_units', 'gold_evidence', 'gold_query', 'gold_reader_context', 'question_composition',
-           'composition_by_step', 'megrag_summary']
+           'composition_by_step', 'megrag_summary', 'termination_counts', 'savings']
 
 # %% ../nbs/10_megrag.ipynb #929b6c87
 COMPOSITIONS = {"T": ("triples",), "T+S": ("triples", "sentences"), "T+S+P": ("triples", "sentences", "passages"),
@@ -466,6 +466,37 @@ def shuffled_relation(bank: list[tuple[str, str]], qid: str, step: int, seed: in
     if not pool: return "unrelated: the author's birthplace"
     return random.Random(stable_hash([seed, qid, step])).choice(pool)
 
+# %% ../nbs/10_megrag.ipynb #23ed2677
+PAPER = {
+    "source": "MEGRAG paper, Tables 1-3 and §Experiments (Qwen3-8B unless noted)",
+    "table1": {"2wikimultihopqa": {"f1": 76.34, "em": 68.70}, "hotpotqa": {"f1": 76.95, "em": 61.90}, "musique": {"f1": 55.15, "em": 44.90}},
+    # Table 1's Direct Model and NativeRAG rows, Qwen3-8B block, (F1, EM) per dataset (same layout as table3)
+    "table1_baselines": {"direct": {"2wikimultihopqa": (28.51, 25.00), "hotpotqa": (25.29, 17.00), "musique": (8.35, 2.30)},
+                         "native_rag": {"2wikimultihopqa": (32.10, 28.90), "hotpotqa": (52.20, 35.20), "musique": (17.10, 10.20)}},
+    "table2_musique": {"full": {"f1": 62.01, "em": 51.80}, "no_relation": {"f1": 60.40, "em": 50.20},
+                       "shuffled_relation": {"f1": 59.10, "em": 48.60}},                       # Qwen3-Max, prompt-only
+    "table3": {"full": {"2wikimultihopqa": (76.34, 68.70), "hotpotqa": (76.95, 61.90), "musique": (55.15, 44.90)},
+               "no_sft": {"2wikimultihopqa": (57.93, 50.60), "hotpotqa": (70.62, 55.70), "musique": (43.58, 31.80)},
+               "triples_only": {"2wikimultihopqa": (61.20, 55.40), "hotpotqa": (68.33, 53.90), "musique": (43.35, 33.00)},
+               "sentences_only": {"2wikimultihopqa": (73.51, 64.70), "hotpotqa": (72.38, 56.04), "musique": (48.92, 39.05)},
+               "passages_only": {"2wikimultihopqa": (74.89, 67.00), "hotpotqa": (73.46, 57.32), "musique": (43.96, 34.40)},
+               "no_history": {"2wikimultihopqa": (74.85, 66.80), "hotpotqa": (74.12, 58.66), "musique": (49.34, 38.60)}},
+    "figure3": {"2wikimultihopqa": {"calls saved %": 61.80, "tokens saved %": 64.10, "delta F1": -0.99},
+                "hotpotqa": {"calls saved %": 71.88, "tokens saved %": 74.10, "delta F1": -1.46, "stop at step 1 %": 89.30},
+                "musique": {"calls saved %": 58.10, "tokens saved %": 59.50, "delta F1": 0.04}},
+    "figure4_musique": {"2": {"T+S+P": 19.44}, "4": {"T+S+P": 53.06}},                       # % of questions using all three
+    "figure5_musique": {"2": {"f1": 65.4, "mean_steps": 1.447}, "4": {"f1": 37.9, "mean_steps": 2.497}},
+    # Figures 4-5 for the other datasets: the text states their shape, not their bars (§Adaptive Behavior)
+    "figure45_text": {"2wikimultihopqa": "bridge-comparison questions take more retrieval steps and stay triple-dominant; "
+                                         "compositional questions use passages more often",
+                      "hotpotqa": "structures are largely triple-dominant and shallow",
+                      "musique": "all three granularities 19.44% of 2-hop -> 53.06% of 4-hop questions; "
+                                 "depth 1.447 -> 2.497 steps; F1 65.4 -> 37.9"},
+    "figure6_2wiki": {"latency_s": 11.5, "f1": 76.34},
+    "budget_musique": {1: {"f1": 48.50, "budget_exhausted": 48.4, "mean_steps": 1.000},
+                       4: {"f1": 55.15, "budget_exhausted": 2.8, "mean_steps": 1.676}},
+}
+
 # %% ../nbs/10_megrag.ipynb #6d09f288
 @register
 class MEGRAG(Method):
@@ -483,6 +514,12 @@ class MEGRAG(Method):
                       "parsed w/o repair %": "parsed_without_repair", "rule-made nodes %": "rule_nodes", "rules (nodes)": "rules",
                       "raw-line answers %": "raw_answer", "raw-line repaired": "raw_answer_repaired",
                       "evidence recall %": "evidence_recall"}
+    report_tables = {"Steps, repairs and the policy's cost per question (parse-repair: % of steps whose first output was unusable; "
+                     "stop step: questions per stop step, budget-exhausted ones apart; compositions: nodes):": {
+                         "parse-repair %": "repair_pct", "coerced": "coerced", "dropped ids": "dropped_ids",
+                         "budget exhausted": "budget_exhausted_n", "mean steps": "mean_steps", "stop step": "stop_step",
+                         "compositions": "node_counts"}}
+    paper = PAPER
 
     @cached_property
     def llm(self): return self.res.llm
@@ -921,7 +958,9 @@ def megrag_summary(rows: list[dict]) -> dict:
     `repairs`, `coerced`, `parsed_without_repair` (% of steps), the policy-health counters `rule_nodes` (% of steps where
     a rule replaced a decision the policy was asked to make), `rules` (steps per rule name, `RULES`), `raw_answer` (% of
     questions whose final answer was a raw evidence line) and `raw_answer_repaired` (of them, re-answered by the reader
-    into a non-raw answer), and `evidence_recall` (%: mean share of gold passages the selected evidence draws on).
+    into a non-raw answer), and `evidence_recall` (%: mean share of gold passages the selected evidence draws on);
+    `repair_pct` (% of steps whose first output was unusable), `dropped_ids` (unit ids a node named that were not
+    candidates), `budget_exhausted_n` (questions) and `node_counts` (nodes per composition).
     Budget exhaustion (`budget_exhausted`) is the resolver rule. `{}` when no row is a MEGRAG row."""
     rows = [r for r in rows if "steps" in r]
     if not rows: return {}
@@ -945,4 +984,26 @@ def megrag_summary(rows: list[dict]) -> dict:
                 rule_nodes=round(100 * sum(r.get("rule_steps", 0) for r in rows) / n_steps, 1), rules=dict(sorted(rules.items())),
                 raw_answer=round(100 * sum(bool(r.get("raw_answer")) for r in rows) / len(rows), 1),
                 raw_answer_repaired=sum(bool(r.get("raw_answer_repaired")) for r in rows),
-                evidence_recall=round(100 * sum(rec) / len(rec), 2) if rec else None)
+                evidence_recall=round(100 * sum(rec) / len(rec), 2) if rec else None,
+                repair_pct=round(100 * (n_steps - sum(r["parsed_ok_steps"] for r in rows)) / n_steps, 2) if n_steps else None,
+                dropped_ids=sum(len(nd.get("dropped_ids") or []) for r in rows for nd in (r.get("trace") or {}).get("nodes", [])),
+                budget_exhausted_n=sum(bool(r["budget_exhausted"]) for r in rows),
+                node_counts=dict(Counter(x for r in rows for x in r["compositions"])))
+
+# %% ../nbs/10_megrag.ipynb #bb80793e
+def termination_counts(rows: list[dict]) -> dict:
+    "`{'1': n, '2': n, ..., 'exhausted': n}`: questions per stop step of MEGRAG prediction rows (`steps`, `budget_exhausted`)."
+    c = Counter("exhausted" if r["budget_exhausted"] else str(r["steps"]) for r in rows)
+    return {k: c[k] for k in sorted(c, key=lambda k: (k == "exhausted", int(k) if k.isdigit() else 0))}
+
+def savings(rows: list[dict], fixed: list[dict]) -> dict:
+    """`{'calls saved %', 'tokens saved %', 'delta F1', 'n'}` of `rows` against `fixed` (fixed-depth rows), over the
+    questions both have. `ValueError` when they share none."""
+    a, b = {r["id"]: r for r in rows}, {r["id"]: r for r in fixed}
+    ids = [i for i in a if i in b]
+    if not ids: raise ValueError("savings: the two runs share no question")
+    tot = lambda d, k: sum(d[i][k] or 0 for i in ids)
+    pct = lambda k: round(100 * (1 - tot(a, k) / tot(b, k)), 2) if tot(b, k) else None
+    return {"calls saved %": pct("llm_calls"), "tokens saved %": pct("tokens"),
+            "delta F1": round(100 * (tot(a, "f1") - tot(b, "f1")) / len(ids), 2), "n": len(ids)}
+

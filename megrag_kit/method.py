@@ -208,11 +208,21 @@ class Method:
     `answer(questions: list[Question]) -> list[Answer]` (one per question, in order).
 
     `__init__(config, resources)` keeps both; build what the method needs from `resources` lazily or here.
-    `summarize(rows)` (classmethod): extra summary fields from the prediction rows of a run (default none);
-    `report_columns`: `{column title: summary key}` a table of runs shows for this method."""
+    `summarize(rows)` (classmethod): extra summary fields from the prediction rows of a run (default none).
+
+    What a report shows of the method's runs (`megrag-kit report`), declared here and nowhere else: `metrics`,
+    `{column title: score key}` of the scores it is judged on, each with its 95% interval (default F1 and EM);
+    `report_columns`, `{column title: summary key}` beside them in the table of runs; `report_tables`,
+    `{caption: {column title: summary key}}`, one more table per caption (its cost, its policy health);
+    `report_digits`, the decimals of its scores and paired differences; `contrast(...)` (classmethod), why a
+    paired contrast of two of its runs cannot differ; `paper`, the values its paper states (a dict)."""
     name: ClassVar[str] = ""
     Config: ClassVar[type] = Config
+    metrics: ClassVar[dict] = {"F1": "f1", "EM": "em"}
     report_columns: ClassVar[dict] = {}
+    report_tables: ClassVar[dict] = {}
+    report_digits: ClassVar[int] = 2
+    paper: ClassVar[dict] = {}
 
     def __init__(self, config: Config, resources: Resources):
         self.config, self.res = config, resources
@@ -227,6 +237,13 @@ class Method:
     def summarize(cls, rows: list[dict]) -> dict:
         "Method-specific summary fields from prediction rows (dicts); the base adds none."
         return {}
+
+    @classmethod
+    def contrast(cls, rows_a: list[dict], rows_b: list[dict], params_a: dict, params_b: dict, folder_a=None, folder_b=None) -> str:
+        """Why the paired contrast of run A minus run B (their prediction rows, `run.json` params and, when read from
+        disk, their folders) cannot differ, or `''` when it can; the base knows no reason. A reason that starts with
+        `identical by construction` replaces the contrast's numbers in a report."""
+        return ""
 
 def register(cls):
     """Class decorator: add a `Method` subclass to `METHODS` under `cls.name`.

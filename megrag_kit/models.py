@@ -773,7 +773,7 @@ class STEmbedder(Embedder):
     """A sentence-transformers model from a local folder on `device` (auto|cpu|cuda).
 
     `dtype`: `float32` (default) or `bfloat16`/`float16` weights and activations (bf16 on a CPU is faster where the CPU
-    has bf16 kernels; vectors are returned as float32 either way, and `benchmarks/bench_embedding.py` prints their
+    has bf16 kernels; vectors are returned as float32 either way, and `benchmarks/speed/bench_embedding.py` prints their
     cosine to the fp32 vectors). `model_id` is `model_identity(name, path)`: `name` (default `st:<folder name>`) plus a
     hash of the folder's files, with `+bf16`/`+fp16` appended for a reduced precision, so an index of one precision is
     never read as the other's. `ValueError` for another `dtype`."""

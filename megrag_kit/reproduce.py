@@ -15,96 +15,11 @@ from .method import ConfigError, Resources, build_method, get_method
 from .runner import read_predictions, run as run_questions, versions
 
 # %% auto #0
-__all__ = ['PAPER', 'COMMON_PARAMS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset', 'check_params',
-           'build_model', 'hardware', 'default_out', 'markdown_table', 'Experiment', 'termination_counts', 'savings',
-           'structure', 'ExperimentError', 'notebooks_dir', 'notebook_params', 'profile_datasets', 'check_datasets',
-           'publish_figures', 'reproduce']
+__all__ = ['COMMON_PARAMS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset', 'check_params', 'build_model',
+           'hardware', 'default_out', 'markdown_table', 'Experiment', 'structure', 'ExperimentError', 'notebooks_dir',
+           'notebook_params', 'profile_datasets', 'check_datasets', 'publish_figures', 'reproduce']
 
 # %% ../nbs/95_reproduce.ipynb #eaa5efbe
-PAPER = {
-    "megrag": {
-        "source": "MEGRAG paper, Tables 1-3 and §Experiments (Qwen3-8B unless noted)",
-        "table1": {"2wikimultihopqa": {"f1": 76.34, "em": 68.70}, "hotpotqa": {"f1": 76.95, "em": 61.90}, "musique": {"f1": 55.15, "em": 44.90}},
-        # Table 1's Direct Model and NativeRAG rows, Qwen3-8B block, (F1, EM) per dataset (same layout as table3)
-        "table1_baselines": {"direct": {"2wikimultihopqa": (28.51, 25.00), "hotpotqa": (25.29, 17.00), "musique": (8.35, 2.30)},
-                             "native_rag": {"2wikimultihopqa": (32.10, 28.90), "hotpotqa": (52.20, 35.20), "musique": (17.10, 10.20)}},
-        "table2_musique": {"full": {"f1": 62.01, "em": 51.80}, "no_relation": {"f1": 60.40, "em": 50.20},
-                           "shuffled_relation": {"f1": 59.10, "em": 48.60}},                       # Qwen3-Max, prompt-only
-        "table3": {"full": {"2wikimultihopqa": (76.34, 68.70), "hotpotqa": (76.95, 61.90), "musique": (55.15, 44.90)},
-                   "no_sft": {"2wikimultihopqa": (57.93, 50.60), "hotpotqa": (70.62, 55.70), "musique": (43.58, 31.80)},
-                   "triples_only": {"2wikimultihopqa": (61.20, 55.40), "hotpotqa": (68.33, 53.90), "musique": (43.35, 33.00)},
-                   "sentences_only": {"2wikimultihopqa": (73.51, 64.70), "hotpotqa": (72.38, 56.04), "musique": (48.92, 39.05)},
-                   "passages_only": {"2wikimultihopqa": (74.89, 67.00), "hotpotqa": (73.46, 57.32), "musique": (43.96, 34.40)},
-                   "no_history": {"2wikimultihopqa": (74.85, 66.80), "hotpotqa": (74.12, 58.66), "musique": (49.34, 38.60)}},
-        "figure3": {"2wikimultihopqa": {"calls saved %": 61.80, "tokens saved %": 64.10, "delta F1": -0.99},
-                    "hotpotqa": {"calls saved %": 71.88, "tokens saved %": 74.10, "delta F1": -1.46, "stop at step 1 %": 89.30},
-                    "musique": {"calls saved %": 58.10, "tokens saved %": 59.50, "delta F1": 0.04}},
-        "figure4_musique": {"2": {"T+S+P": 19.44}, "4": {"T+S+P": 53.06}},                       # % of questions using all three
-        "figure5_musique": {"2": {"f1": 65.4, "mean_steps": 1.447}, "4": {"f1": 37.9, "mean_steps": 2.497}},
-        # Figures 4-5 for the other datasets: the text states their shape, not their bars (§Adaptive Behavior)
-        "figure45_text": {"2wikimultihopqa": "bridge-comparison questions take more retrieval steps and stay triple-dominant; "
-                                             "compositional questions use passages more often",
-                          "hotpotqa": "structures are largely triple-dominant and shallow",
-                          "musique": "all three granularities 19.44% of 2-hop -> 53.06% of 4-hop questions; "
-                                     "depth 1.447 -> 2.497 steps; F1 65.4 -> 37.9"},
-        "figure6_2wiki": {"latency_s": 11.5, "f1": 76.34},
-        "budget_musique": {1: {"f1": 48.50, "budget_exhausted": 48.4, "mean_steps": 1.000},
-                           4: {"f1": 55.15, "budget_exhausted": 2.8, "mean_steps": 1.676}},
-    },
-    "cara": {
-        "source": "CARA paper, §4.2, Tables 1, 3 and 4 (captions only: their cells are not in the text), §5.3",
-        "dataset": "STaRK Amazon / MAG / Prime test sets (1,642 / 2,665 / 2,801 questions)",
-        "setting": "Qwen3.8-27B agents and causal module, m = 3 agents, T_max = 150, GlobalSearch k = 30, Neighbors k = 20",
-        "rows": {"full": "CARA* (Tables 1, 3, 4)", "no_causal": "w/o C (Table 3)", "count": "count-based (Table 3)",
-                 "no_causal_count": "ARK = w/o C, count-based (Tables 1, 3, 4)", "global_search": "BM25 (Table 1)"},
-        "figure2_prime_bertscore": {30: 42.1, 150: 41.6},                                       # 3 agents, by T_max
-        # Figure 2's panels are Recall@20 and BERTScore (§5.3); the text gives no Recall@20 value, only its shape
-        "figure2_text": {"recall@20": "rises with the agents (Amazon, Prime); marginal gains from T_max 30 to 150",
-                         "bertscore": "m = 3: rises fast at small budgets, stable beyond T_max = 30; Prime 42.1 -> 41.6"},
-        # Table 5 (settings of the implementation): its cells are not in the text; the settings §4.2 and Tables 1-4 state
-        "table5": {"backbone": "Qwen3.8-27B (agents, causal module and answer generator), vLLM, thinking disabled",
-                   "agents": 3, "t_max": 150, "global_search_k": 30, "neighbors_k": 20, "lambda": 0.5, "alpha": 0.5,
-                   "agent_temperature": 1.0, "other_temperature": 0.0, "global_search": "BM25 over node text",
-                   "fusion": "reciprocal rank fusion (ties: the better best rank first)"},
-    },
-    "evireform": {
-        "source": "EviReform appendix (DeepSeek-V4-Flash at retrieval, BGE-M3; the full benchmarks), text of A.2-A.10",
-        # Table A.2 and the controls: the full method minus each control, points (R@5 / Chain@5)
-        "controls": {"no_reformulation": {"2wikimultihopqa": (7.20, 18.00), "hotpotqa": (2.75, 5.40), "musique": (3.63, 5.40)},
-                     "no_propagation": {"2wikimultihopqa": (0.60, 1.20), "hotpotqa": (0.60, 1.20), "musique": (0.93, 2.10)},
-                     "repeat_question": {"2wikimultihopqa": (None, 20.20), "hotpotqa": (None, 5.60), "musique": (None, 7.70)},
-                     "residual_only": {"2wikimultihopqa": (13.25, 29.20), "hotpotqa": (14.55, 27.20), "musique": (14.25, 15.80)}},
-        # Tables A.3 / A.4: complete-chain coverage (%) of the initial and expanded pools, expanded minus Chain@5 (points),
-        # pools that initially miss part of the chain and how many become complete
-        "coverage": {"2wikimultihopqa": dict(chain_initial=53.00, chain_expanded=95.70, expanded_minus_chain5=0.80, incomplete_initial=459, became_complete=416),
-                     "hotpotqa": dict(chain_initial=90.20, chain_expanded=96.90, expanded_minus_chain5=3.10, incomplete_initial=93, became_complete=62),
-                     "musique": dict(chain_initial=43.90, chain_expanded=61.70, expanded_minus_chain5=14.80, incomplete_initial=533, became_complete=150)},
-        # Tables A.5 / A.6: up to three rounds minus one round (R@5 points), questions entering rounds 2 and 3 (%), feedback tokens added (%)
-        "rounds": {"2wikimultihopqa": dict(delta_r5=-0.20, feedback_tokens_pct=80), "hotpotqa": dict(delta_r5=-0.40, round2_pct=23.1, round3_pct=3.5, feedback_tokens_pct=37),
-                   "musique": dict(delta_r5=2.47, round2_pct=70.7, round3_pct=28.8, feedback_tokens_pct=147)},
-        # Tables A.8-A.10 / Figure A.2 (their cells are not in the text; its grids are 52's `sweeps` default): MuSiQue's beta ends, alpha's R@5 range, what it says of each
-        "sweeps_musique_beta": {0.25: dict(r5=70.47, c5=44.80), 0.75: dict(r5=74.18, c5=49.10)},
-        "sweeps_alpha_r5_range": {"2wikimultihopqa": 0.12, "hotpotqa": 0.50, "musique": 1.45},
-        "sweeps_text": {"alpha": "R@5 range 0.12 (2Wiki), 0.50 (HotpotQA), 1.45 (MuSiQue) points",
-                        "beta": "wider range; MuSiQue 0.25 -> 0.75: R@5 70.47 -> 74.18, Chain@5 44.80 -> 49.10",
-                        "k_r": "1 -> 8: 2Wiki R@5 rises substantially, HotpotQA changes < 1 point, MuSiQue nearly flat",
-                        "L": "1 -> 3: R@5 rises on all three datasets, most on 2Wiki"},
-        # Figure A.3: MuSiQue, the full method on the first 200 questions as the index grows over 1,000 questions' paragraphs
-        "growth_musique": {200: dict(r1=33.71, r5=76.46, r10=86.96, r20=89.92), 1000: dict(r1=30.67, r5=72.58, r10=80.54, r20=85.50)},
-        "growth_musique_passages": [3254, 5833, 8064, 9842, 11656],
-        # Table A.1 / Figure A.1: EviReform minus the strongest other system per metric (R@5, R@10, F1, EM), paired
-        # bootstrap; the text names the strongest systems and the one interval that overlaps zero
-        "table_a1": {"2wikimultihopqa": dict(closest_recall="GeAR", closest_qa="GeAR"),
-                     "hotpotqa": dict(closest_recall="NV-Embed-v2", closest_qa="GeAR", em_ci=(-0.50, 3.60)),
-                     "musique": dict(closest_recall="NV-Embed-v2", closest_qa="GeAR")},
-        "table_a1_text": "11 of the 12 paired intervals are strictly above zero; only HotpotQA EM overlaps zero, [-0.50, 3.60]",
-        # Table A.11: R@5 change of other embedding models against BGE-M3 (points), their range, and the retrieval LLM
-        "table_a11": {"2wikimultihopqa": dict(qwen3_r5=0.55, nv_embed_r5=0.70, range_r5=0.70, gpt_r5=0.10, gpt_r20=-0.55),
-                      "hotpotqa": dict(qwen3_r5=-0.95, nv_embed_r5=0.60, range_r5=1.55, gpt_r5=-0.15, gpt_r20=-1.10),
-                      "musique": dict(qwen3_r5=-0.04, nv_embed_r5=5.90, range_r5=5.93, gpt_r5=5.72, gpt_r20=0.03)},
-    },
-}
-
 def paper_dataset(name: str) -> str | None:
     "The paper's dataset key for a kit dataset name (`demo` is 2Wiki dev questions); `None` when the paper has none."
     return {"demo": "2wikimultihopqa", "2wikimultihopqa": "2wikimultihopqa", "hotpotqa": "hotpotqa", "musique": "musique"}.get(name)
@@ -263,22 +178,6 @@ class Experiment:
         return rec
 
 # %% ../nbs/95_reproduce.ipynb #9a4c6ea9
-def termination_counts(rows: list[dict]) -> dict:
-    "`{'1': n, '2': n, ..., 'exhausted': n}`: questions per stop step of MEGRAG prediction rows (`steps`, `budget_exhausted`)."
-    c = Counter("exhausted" if r["budget_exhausted"] else str(r["steps"]) for r in rows)
-    return {k: c[k] for k in sorted(c, key=lambda k: (k == "exhausted", int(k) if k.isdigit() else 0))}
-
-def savings(rows: list[dict], fixed: list[dict]) -> dict:
-    """`{'calls saved %', 'tokens saved %', 'delta F1', 'n'}` of `rows` against `fixed` (fixed-depth rows), over the
-    questions both have. `ValueError` when they share none."""
-    a, b = {r["id"]: r for r in rows}, {r["id"]: r for r in fixed}
-    ids = [i for i in a if i in b]
-    if not ids: raise ValueError("savings: the two runs share no question")
-    tot = lambda d, k: sum(d[i][k] or 0 for i in ids)
-    pct = lambda k: round(100 * (1 - tot(a, k) / tot(b, k)), 2) if tot(b, k) else None
-    return {"calls saved %": pct("llm_calls"), "tokens saved %": pct("tokens"),
-            "delta F1": round(100 * (tot(a, "f1") - tot(b, "f1")) / len(ids), 2), "n": len(ids)}
-
 def structure(r: dict, dataset: str) -> str:
     "The question-structure group of a prediction row: MuSiQue by hop count (`2-hop`...), others by `qtype` (`?` when unknown)."
     if dataset == "musique": return f"{len(r.get('gold_pids') or [])}-hop"

@@ -18,7 +18,7 @@ from .runner import read_predictions, run as run_questions
 
 # %% auto #0
 __all__ = ['RAY_HINT', 'require_ray', 'init_ray', 'shard', 'extract_job', 'extract_on_ray', 'grid_cells', 'cell_state',
-           'cell_job', 'run_grid_on_ray']
+           'cell_job', 'run_grid_on_ray', 'run_jobs']
 
 # %% ../nbs/96_scale.ipynb #d651d2f7
 RAY_HINT = "pip install 'megrag_kit[ray]'"
@@ -72,9 +72,15 @@ class _SharedModels(Resources):
         if key not in _MODELS: _MODELS[key] = Resources.embedder.func(self)
         return _MODELS[key]
 
-def _worker_resources(dataset: Dataset, models: ModelOptions, store: StoreOptions, cls=Resources) -> Resources:
-    "`cls.of(dataset, models, store)` with the device resolved on this worker (`auto`: its GPU when it has one)."
-    return cls.of(dataset, replace(models, device=resolve_device(models.device)), store)
+def _worker_resources(dataset: Dataset, models: ModelOptions, store: StoreOptions, cls=Resources,
+                      built: dict | None = None) -> Resources:
+    """`cls.of(dataset, models, store)` with the device resolved on this worker (`auto`: its GPU when it has one);
+    `built`: `{'llm': model, 'embedder': model}`, objects the driver built from a `py:module:Name` spec of `models`,
+    used in place of that spec."""
+    models = replace(models, device=resolve_device(models.device))
+    if not built: return cls.of(dataset, models, store)
+    return cls(dataset, built.get("llm", models.llm), built.get("embedder", models.embedder), device=models.device,
+               batch_size=models.batch_size, cache=models.cache, llm_options=models.llm_options, store_options=store)
 
 def _resources(job: dict) -> Resources:
     "The worker process's `Resources` for an extraction job (built on first use, then kept)."
@@ -242,20 +248,23 @@ def cell_state(cell: dict, qids: list[str], llm: str | None, embedder: str | Non
 def _run_cell(job: dict) -> dict:
     "One grid cell in a worker: the runner over the cell's folder; `{out, summary}` or `{out, error}` (the exception, one line)."
     try:
-        res = _worker_resources(job["dataset"], job["models"], job["store"], _SharedModels)
+        res = _worker_resources(job["dataset"], job["models"], job["store"], _SharedModels, job.get("built"))
         set_seed(job["seed"])
         m = build_method(job["method"], job["params"], res)
         s = run_questions(m, res.dataset, job["out"], job["limit"], res.batch_size, seed=job["seed"],
-                          show_progress=False, manifest=res.manifest())
+                          show_progress=False, manifest={**res.manifest(), **(job.get("manifest") or {})})
         return dict(out=str(job["out"]), summary=s)
     except Exception as e: return dict(out=str(job["out"]), error=f"{type(e).__name__}: {e}")
 
 def _remote_cell(job): return _run_cell({**job, "dataset": _get(job["dataset"])})
 
-def cell_job(cell: dict, dataset, models: ModelOptions, store: StoreOptions, limit: int | None = None) -> dict:
-    "The job of one grid cell's task (what a test also runs in-process): the cell, its `dataset` (or ref), the options."
+def cell_job(cell: dict, dataset, models: ModelOptions, store: StoreOptions, limit: int | None = None,
+             manifest: dict | None = None, built: dict | None = None) -> dict:
+    """The job of one grid cell's task (what a test also runs in-process): the cell, its `dataset` (or ref), the options;
+    `manifest`: extra fields of the run's `run.json` (an experiment's file); `built`: model objects the driver built
+    from a `py:module:Name` spec (see `_worker_resources`)."""
     return dict(dataset=dataset, method=cell["method"], params=cell["params"], seed=cell["seed"], out=str(cell["out"]),
-                models=models, store=store, limit=limit)
+                models=models, store=store, limit=limit, manifest=manifest or {}, built=built or {})
 
 def run_grid_on_ray(methods, datasets, seeds=(0,), out_root="runs/grid", limit: int | None = None,
                     models: ModelOptions | None = None, store: StoreOptions | None = None, workers: int = 2,
@@ -283,19 +292,42 @@ def run_grid_on_ray(methods, datasets, seeds=(0,), out_root="runs/grid", limit: 
     for c in cells:
         if c["state"] == "complete": c["state"] = "skipped"
     if not todo: return cells
+    jobs = [cell_job(c, dsets[c["dataset"]], models, store, limit) for c in todo]
+    run_jobs(jobs, todo, on_ray=True, workers=workers, address=address, cpus_per_task=cpus_per_task,
+             gpus_per_task=gpus_per_task, timeout_s=timeout_s, show_progress=show_progress)
+    return cells
+
+def _record(c: dict, r: dict, show_progress: bool):
+    c.update(state="error", error=r["error"]) if "error" in r else c.update(state="done", summary=r["summary"])
+    if show_progress:
+        print(f"{c['out']}: {c['state']}" + (f" ({c['error']})" if "error" in r else
+                                              f" (n={r['summary']['n']}, f1={r['summary'].get('f1')})"), flush=True)
+
+def run_jobs(jobs: list[dict], cells: list[dict], on_ray: bool = True, workers: int = 2, address: str | None = None,
+             cpus_per_task: float = 1, gpus_per_task: float = 0, timeout_s: float | None = None,
+             show_progress: bool = True) -> list[dict]:
+    """Run each grid job (`cell_job`'s: what one cell needs, with its `dataset` a `Dataset`, its `models` and `store`
+    options and optionally `manifest`, extra run-manifest fields) through the cell runner, and
+    record its outcome in the cell at the same position of `cells`: `state` `done` with `summary`, or `error` with
+    `error` (the other jobs still run). `on_ray`: as Ray tasks, at most `workers` at once, each dataset put in the
+    object store once (`ImportError` without ray; `TimeoutError` when no job finishes within `timeout_s`); else one
+    after the other in this process, with the models loaded once for all. Returns `cells`."""
+    if not on_ray:
+        for job, c in zip(jobs, cells): _record(c, _run_cell(job), show_progress)
+        return cells
+    ray = require_ray()
     started = init_ray(address, workers)
     try:
-        refs = {d: ray.put(ds) for d, ds in dsets.items()}
+        refs = {}
+        for j in jobs: refs.setdefault(id(j["dataset"]), ray.put(j["dataset"]))
         task = _tasks(ray, _remote_cell, cpus_per_task, gpus_per_task)
         pending, nxt = {}, 0
-        while nxt < len(todo) or pending:
-            while nxt < len(todo) and len(pending) < workers:
-                c = todo[nxt]; nxt += 1
-                pending[task.remote(cell_job(c, refs[c["dataset"]], models, store, limit))] = c
+        while nxt < len(jobs) or pending:
+            while nxt < len(jobs) and len(pending) < workers:
+                j, c = jobs[nxt], cells[nxt]; nxt += 1
+                pending[task.remote(dict(j, dataset=refs[id(j["dataset"])]))] = c
             ref, c = _drain(ray, pending, timeout_s)
-            r = ray.get(ref)
-            c.update(state="error", error=r["error"]) if "error" in r else c.update(state="done", summary=r["summary"])
-            if show_progress: print(f"{c['out']}: {c['state']}" + (f" ({c['error']})" if "error" in r else f" (n={r['summary']['n']}, f1={r['summary'].get('f1')})"), flush=True)
+            _record(c, ray.get(ref), show_progress)
     finally:
         if started: ray.shutdown()
     return cells

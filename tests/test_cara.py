@@ -563,7 +563,11 @@ def test_policy_health_counters_in_the_summary(tmp_path):
         and s["appended_by_model"] == 1
     )
     assert s["actions"] == {"model": {"GlobalSearch": 1, "Append": 1, "None": 2}}
-    assert set(CARA.report_columns.values()) <= set(s)  # every report column is in the summary
+    from megrag_kit.runner import COST_FIELDS
+
+    declared = {k for cols in CARA.report_tables.values() for k in cols.values()}
+    assert declared - set(s) == {"tokens", "latency_s"} <= set(COST_FIELDS)  # every report column: CARA's, or the runner's cost
+    assert s["total_calls"] == s["agent_calls"] + s["causal_calls"]
 
 
 def test_cost_estimate_and_a_progress_bar_per_agent_step(tmp_path, monkeypatch):

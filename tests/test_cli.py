@@ -304,3 +304,24 @@ def test_a_bad_device_or_store_option_is_refused_before_anything_loads(tmp_path)
         r = CliRunner().invoke(app, ["run", "direct", *args, "--out", str(tmp_path / "x")])
         assert r.exit_code == 2 and says in " ".join(r.output.split()), r.output
     assert not (tmp_path / "x").exists()
+
+
+def test_report_renders_each_method_from_what_it_declares(demo, tmp_path):
+    "One command for every method: the declared scores, the method's own tables, named pairs, common questions."
+    from megrag_kit.cara import CARA
+
+    llm = ScriptedLLM(lambda p: "Cork")
+    run(build_method("oracle", {}, Resources(demo, llm, None)), demo, tmp_path / "oracle", limit=4, show_progress=False)
+    run(build_method("direct", {}, Resources(demo, llm, None)), demo, tmp_path / "direct", limit=3, show_progress=False)
+    runs = [str(tmp_path / "oracle"), str(tmp_path / "direct")]
+    r = CliRunner().invoke(app, ["report", *runs, "--pair", "oracle:direct", "--common", "--save-scores", str(tmp_path / "s.json")])
+    assert r.exit_code == 0, r.output
+    head = r.output.split("\n")[0]
+    assert head == "| run | n | F1 | EM | LLM calls/q | tokens/q | prompt tokens/q | s/q |"                   # the baselines' declared scores
+    assert "| oracle | 3 |" in r.output and "| oracle minus direct | 3 |" in r.output and "F1 by question type" in r.output
+    assert set(json.loads((tmp_path / "s.json").read_text())) == {"oracle", "direct"}
+    r = CliRunner().invoke(app, ["report", *runs, "--metrics", "recall@5,mrr"])
+    assert r.exit_code == 0 and r.output.split("\n")[0] == "| run | n | Recall@5 | MRR | LLM calls/q | tokens/q | prompt tokens/q | s/q |", r.output
+    assert "F1 by question type" not in r.output and CARA.metrics["MRR"] == "mrr"
+    r = CliRunner().invoke(app, ["report", *runs, "--pair", "oracle-direct"])
+    assert r.exit_code != 0 and "--pair expects A:B (two run names), got 'oracle-direct'" in r.output

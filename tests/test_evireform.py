@@ -402,7 +402,8 @@ def test_health_counters_in_the_summary(demo, root, tmp_path):
     assert (s["selector_unparsed"], s["seed_fallback"], s["select_all"]) == (100.0, 100.0, 0.0)
     assert (s["copied_queries"], s["copied_questions"], s["residual_fallback"]) == (1, 33.33, 66.67)
     assert s["writer_unparsed"] == 33.33 and s["mean_queries"] == round(1 / 3, 3)
-    assert set(type(m).report_columns.values()) <= set(s)
+    assert {k for cols in type(m).report_tables.values() for k in cols.values()} <= set(s)  # every declared column is summarized
+    assert list(type(m).metrics.values()) == ["recall@5", "recall@10", "chain@5"] and {"recall@5", "chain@5"} <= set(s)
 
 
 HOPS = [GoldHop(1, "Who is the father of Charles Mathew?", "Sir James Charles Mathew", 7), GoldHop(2, "Where was #1 buried?", "Cork", 8)]

@@ -284,9 +284,9 @@ def test_a_summary_marks_the_k_beyond_what_was_retrieved(tmp_path):
 # -- the fault-injection run, small: a faulty server, kill -9 mid-run, resume
 
 def test_a_small_fault_injection_run_loses_nothing_and_caches_no_failure(tmp_path, monkeypatch):
-    "benchmarks/bench_faults.py on 6 demo questions with direct: every kind of fault, a SIGKILL after 2 rows, resumes."
+    "benchmarks/speed/bench_faults.py on 6 demo questions with direct: every kind of fault, a SIGKILL after 2 rows, resumes."
     import importlib.util, io
-    spec = importlib.util.spec_from_file_location("bench_faults", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_faults.py")
+    spec = importlib.util.spec_from_file_location("bench_faults", Path(__file__).resolve().parents[1] / "benchmarks" / "speed" / "bench_faults.py")
     bench = importlib.util.module_from_spec(spec); spec.loader.exec_module(bench)
     srv = bench.start_stub(0.0, client_timeout=1.0, wall_s=600)
     srv.p_faulty = 0.6

@@ -13,7 +13,8 @@ from megrag_kit.data import infer_2wiki_type, load_dataset
 from megrag_kit.megrag import megrag_summary, question_composition
 from megrag_kit.method import Resources, build_method
 from megrag_kit.models import LLMCache
-from megrag_kit.reproduce import EXPERIMENTS, ExperimentError, reproduce, savings, termination_counts
+from megrag_kit.megrag import savings, termination_counts
+from megrag_kit.reproduce import EXPERIMENTS, ExperimentError, reproduce
 from megrag_kit.runner import read_predictions, run
 from conftest import SHARED, ScriptedLLM, needs_shared
 from fakes import HashEmbedder

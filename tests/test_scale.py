@@ -1,7 +1,7 @@
 """The Ray scale-out (issue 14) against the single-process path, on one local Ray instance with 2 workers for the whole
 module: parser triples of the demo corpus, LLM triples and propositions from one OpenAI-compatible stub server
 every worker calls, and a grid of `native_rag` and `direct` over 20 demo questions. Skipped when ray is not installed or a local instance does not start here; no test
-asserts a time (benchmarks/bench_ray.py times the grid)."""
+asserts a time (benchmarks/speed/bench_ray.py times the grid)."""
 import importlib.util, json, os, re, sys
 
 import pytest
