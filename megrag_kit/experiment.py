@@ -7,12 +7,12 @@ from __future__ import annotations
 import itertools, json, re, subprocess, tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from .core import resolve_device
+from .index import StoreOptions
 from .method import ConfigError, get_method
+from .models import ModelOptions
 from .report import report
 from .reproduce import build_model
-from .retrievers import INDEX_TYPES
-from .scale import _as_dataset, cell_state, run_jobs
+from .scale import _as_dataset, cell_job, cell_state, run_jobs
 
 # %% auto #0
 __all__ = ['TOP_KEYS', 'STORE_KEYS', 'MODEL_KEYS', 'RUN_KEYS', 'STEP_KEYS', 'REPORT_KEYS', 'ExperimentFileError',
@@ -33,8 +33,10 @@ class ExperimentFileError(ValueError):
 class ExperimentSpec:
     """A loaded experiment file: `path`, `about`, `dataset`, `limit` (`None`: every question), `seeds`, `out` (the
     folder of its run folders), `store` and `model` (the `Resources` options, defaults filled in), `runs` (one dict
-    per run folder: `name`, `method`, `params`, `seed`, `out`, `limit`, `llm` (`None`: the experiment's), `store` (its own options)), `steps` (`command`, `stage`, `creates`) and `reports`
-    (`report`'s arguments plus `out` and `title`)."""
+    per run folder: `name`, `method`, `params`, `seed`, `out`, `limit`, `llm` (`None`: the experiment's), `store` (its
+    own options), and the typed options it runs with, `models` (a `ModelOptions`) and `store_options` (a
+    `StoreOptions`)), `steps` (`command`, `stage`, `creates`) and `reports` (`report`'s arguments plus `out` and
+    `title`)."""
     path: Path
     about: str
     dataset: str
@@ -57,21 +59,24 @@ def _fill(template: str, values: dict, where: str) -> str:
                                                                               f"known: {', '.join(sorted(values))}") from None
 
 # %% ../nbs/97_experiment.ipynb #d0022e97
-_CHOICES = {"openie_backend": ("llm", "parser"), "chunking": ("truncate", "window"), "index_type": INDEX_TYPES,
-            "openie": ("lazy", "eager"), "device": ("auto", "cpu", "cuda")}
+def _spec(v: str) -> str | None:
+    "A model spec of the file: `''` or `none` -> `None` (no such model in the run), else the spec as written."
+    return None if v in ("", "none") else v
 
-def _check_options(f, store: dict, model: dict) -> None:
-    "Each store and model option checked once, before any model loads (`ExperimentFileError` naming the field)."
-    for table, opts in (("store", store), ("model", model)):
-        for k, v in opts.items():
-            if k in _CHOICES and v not in _CHOICES[k]:
-                raise ExperimentFileError(f"{f}: {table}: {k} must be one of {', '.join(_CHOICES[k])}, got {v!r}")
+def _check_options(f, store: dict, model: dict) -> tuple[StoreOptions, ModelOptions]:
+    """The typed options of a run from the file's `[store]` and `[model]` values: `(StoreOptions, ModelOptions)`, each
+    option checked there, once, before any model loads (`ExperimentFileError` naming the file, the table and the
+    option, with the message of `StoreOptions` / `ModelOptions`). `cache` (the LLM call cache) is the models'."""
     if not isinstance(store["cache"], bool): raise ExperimentFileError(f"{f}: store: cache must be true or false")
-    b = model["batch_size"]
-    if isinstance(b, bool) or not isinstance(b, int) or b < 1: raise ExperimentFileError(f"{f}: model: batch_size must be an int >= 1, got {b!r}")
+    try: so = StoreOptions(**{k: v for k, v in store.items() if k != "cache"})
+    except ValueError as e: raise ExperimentFileError(f"{f}: store: {e}") from None
     if not isinstance(model["llm_options"], dict): raise ExperimentFileError(f"{f}: model: llm_options must be a table")
     for k in ("llm", "embedder"):
         if not isinstance(model[k], str): raise ExperimentFileError(f"{f}: model: {k} must be a model spec (string; '' for none)")
+    try: mo = ModelOptions(llm=_spec(model["llm"]), embedder=_spec(model["embedder"]), llm_options=model["llm_options"],
+                           device=model["device"], batch_size=model["batch_size"], cache=store["cache"])
+    except ValueError as e: raise ExperimentFileError(f"{f}: model: {e}") from None
+    return so, mo
 
 def _runs(f, d: dict, common: dict, seeds: list, out: Path, limit, store: dict, model: dict) -> list[dict]:
     """The run folders of `runs`: each entry times its `grid` (cartesian product) times the seeds (`-seed<S>` when
@@ -91,7 +96,8 @@ def _runs(f, d: dict, common: dict, seeds: list, out: Path, limit, store: dict, 
             raise ExperimentFileError(f"{where}: limit must be an int >= 1, got {lim!r}")
         if "llm" in r and not isinstance(r["llm"], str): raise ExperimentFileError(f"{where}: llm must be a model spec (string)")
         own = r.get("store") or {}
-        _unknown(f"{where}: store", own, STORE_KEYS); _check_options(where, {**store, **own}, model)
+        _unknown(f"{where}: store", own, STORE_KEYS)
+        so, mo = _check_options(where, {**store, **own}, {**model, **({"llm": r["llm"]} if "llm" in r else {})})
         grid = r.get("grid") or {}
         if not all(isinstance(v, list) and v for v in grid.values()):
             raise ExperimentFileError(f"{where}: grid: each parameter takes a non-empty list of values, got {grid!r}")
@@ -106,7 +112,7 @@ def _runs(f, d: dict, common: dict, seeds: list, out: Path, limit, store: dict, 
                 if name in seen: raise ExperimentFileError(f"{where}: run folder {name!r} is also {seen[name]}")
                 seen[name] = where
                 runs.append(dict(name=name, method=r["method"], params=params, seed=s, out=out / name, limit=lim,
-                                 llm=r.get("llm"), store=own))
+                                 llm=r.get("llm"), store=own, models=mo, store_options=so))
     if not runs: raise ExperimentFileError(f"{f}: runs: an experiment declares at least one run ([[runs]] name, method)")
     return runs
 
@@ -160,33 +166,32 @@ def load_experiment(path, limit: int | None = None) -> ExperimentSpec:
     return spec
 
 # %% ../nbs/97_experiment.ipynb #16a9ab59
-def _model(spec_value, kind: str):
-    "A model spec of the file: `''` or `none` -> `None` (no such model), `py:module:Name` -> the object, else the spec."
-    if spec_value in ("", "none", None): return None
-    return build_model(spec_value, kind)
-
 def _recorded(x):
     "What a run manifest records for a model: its spec, or an object's `model_id`."
     return x if isinstance(x, str) or x is None else getattr(x, "model_id", type(x).__name__)
 
 def experiment_jobs(spec: ExperimentSpec) -> tuple[list[dict], list[dict]]:
     """`(cells, jobs)`: one grid cell (`method`, `params`, `dataset`, `seed`, `out`, `name`, `state`) and one cell-runner
-    job per run of `spec`, the same jobs `run_grid_on_ray` gives the grid cell runner, each naming the experiment
-    file in its run manifest. `state` is `cell_state`'s: `complete`, `todo`, or `other run: ...` (the folder holds a run
-    of other settings: the experiment does not reproduce it)."""
+    job per run of `spec` (`cell_job`'s, with the run's `ModelOptions` and `StoreOptions`), the same jobs
+    `run_grid_on_ray` gives the grid cell runner, each naming the experiment file in its run manifest; a
+    `py:module:Name` model spec is built here, once, and travels with the jobs. `state` is `cell_state`'s:
+    `complete`, `todo`, or `other run: ...` (the folder holds a run of other settings: the experiment does not
+    reproduce it)."""
     ds = _as_dataset(spec.dataset)
     qids = lambda lim: [q.qid for q in (ds.questions[:lim] if lim else ds.questions)]
-    llm, emb = _model(spec.model["llm"], "llm"), _model(spec.model["embedder"], "embedder")
-    m = spec.model
-    base = dict(llm=llm, embedder=emb, device=m["device"], batch_size=m["batch_size"], llm_options=m["llm_options"] or None,
-                store_root=None, **spec.store, manifest=dict(experiment=str(spec.path)))
-    cells, jobs, models = [], [], {}
+    objects = {}
+    def built(s, kind):
+        if s is None or not s.startswith("py:"): return None
+        if s not in objects: objects[s] = build_model(s, kind)
+        return objects[s]
+    cells, jobs = [], []
     for r in spec.runs:
-        own = llm if r["llm"] is None else models.setdefault(r["llm"], _model(r["llm"], "llm"))
+        mo = r["models"]
+        own = {k: o for k, o in (("llm", built(mo.llm, "llm")), ("embedder", built(mo.embedder, "embedder"))) if o is not None}
         c = dict(name=r["name"], method=r["method"], params=r["params"], dataset=spec.dataset, seed=r["seed"], out=r["out"])
-        c["state"] = cell_state(c, qids(r["limit"]), _recorded(own), _recorded(emb))
+        c["state"] = cell_state(c, qids(r["limit"]), _recorded(own.get("llm", mo.llm)), _recorded(own.get("embedder", mo.embedder)))
         cells.append(c)
-        jobs.append(dict(base, **r["store"], llm=own, dataset=ds, method=r["method"], params=r["params"], seed=r["seed"], out=str(r["out"]), limit=r["limit"]))
+        jobs.append(cell_job(c, ds, mo, r["store_options"], r["limit"], manifest=dict(experiment=str(spec.path)), built=own))
     return cells, jobs
 
 # %% ../nbs/97_experiment.ipynb #28b79521

@@ -1,7 +1,7 @@
 """The package's layers as an allow-list over its real import graph (every import statement at any depth, lazy ones
 inside functions included, and `importlib.import_module` of a constant name): the foundation imports only the
-foundation, a method module imports the foundation, and the runner, report, reproduce, scale and CLI layer reaches
-methods only through the registry (`method.discover`, `get_method`, `build_method`); no cycle anywhere."""
+foundation, a method module imports the foundation, and the runner, report, reproduce, scale, experiment and CLI
+layer reaches methods only through the registry (`method.discover`, `get_method`, `build_method`); no cycle anywhere."""
 import ast, functools, shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,7 @@ LAYERS = {
                    "kg"},
     "method": {"baselines", "megrag", "ircot", "iter_retgen", "evireform", "cara"},      # each registers its methods
     "tool": {"distill"},                  # built on one named method (see DECLARED), used by the CLI
-    "app": {"runner", "report", "viz", "reproduce", "scale", "cli"},                      # drive methods by name
+    "app": {"runner", "report", "viz", "reproduce", "scale", "experiment", "cli"},        # drive methods by name
 }
 LAYER_OF = {m: layer for layer, ms in LAYERS.items() for m in ms}
 MAY_IMPORT = {"foundation": {"foundation"}, "method": {"foundation"}, "tool": {"foundation"}, "app": {"foundation"}}
@@ -28,7 +28,11 @@ DECLARED = {
     ("distill", "megrag"): "a student of MEGRAG's single policy is trained on MEGRAG's own graph steps",
     **{(m, "runner"): "reads run folders or answers questions through the runner"
        for m in ("report", "viz", "reproduce", "scale")},
-    **{("cli", m): "the command line drives it" for m in ("runner", "report", "viz", "reproduce", "scale", "distill")},
+    ("experiment", "scale"): "runs an experiment file's runs through the grid cell runner (scale.run_jobs)",
+    ("experiment", "report"): "renders an experiment file's reports",
+    ("experiment", "reproduce"): "builds a `py:module:Name` model spec as reproduce does (build_model)",
+    **{("cli", m): "the command line drives it"
+       for m in ("runner", "report", "viz", "reproduce", "scale", "experiment", "distill")},
 }
 # Imports of a name computed at run time, by (module, enclosing function): each one is where it is on purpose.
 DYNAMIC = {
