@@ -5,7 +5,7 @@
 # %% ../nbs/97_experiment.ipynb #0a76519b
 from __future__ import annotations
 import itertools, json, re, subprocess, tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from .index import StoreOptions
 from .method import ConfigError, get_method
@@ -296,7 +296,8 @@ def from_runs(run_dirs, about: str = "", out: str | None = None) -> str:
     if shared.get("llm_options"): lines.append(f"llm_options = {_toml(shared['llm_options'])}")
     own = []
     for d, m in mfs:
-        defaults = get_method(m["method"]).Config().to_dict()
+        # every parameter's default (a `to_dict` may leave one out at its default: MEGRAG's candidate caps)
+        defaults = {f.name: f.default for f in fields(get_method(m["method"]).Config)}
         own.append(({k: v for k, v in m.get("params", {}).items() if k in defaults and defaults[k] != v},
                     {k: v for k, v in m.get("params", {}).items() if k not in defaults}))
     common = {k: v for k, v in own[0][0].items() if all(p.get(k, object()) == v for p, _ in own)} if len(own) > 1 else {}

@@ -148,3 +148,14 @@ def test_the_committed_experiment_files_load(f):
     assert spec.runs and all(r["out"].parent == spec.out for r in spec.runs)
     for rep in spec.reports:
         assert rep["out"] is None or str(rep["out"]).startswith("benchmarks/results/")
+
+
+def test_from_runs_keeps_a_parameter_that_to_dict_leaves_out_at_its_default(tmp_path):
+    "MEGRAG's candidate caps are left out of `to_dict` at 0; a run that set them keeps them in the file."
+    d = tmp_path / "runs" / "m"
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps(dict(method="megrag", dataset="demo", limit=2, seed=0, llm="smollm2-135m",
+                                                embedder="minilm", device="cpu", invocations=[{"batch_size": 4}],
+                                                params={"policy": "single", "shots": 0, "passage_chars": 300, "sentence_chars": 160})))
+    text = from_runs([d], about="caps")
+    assert "passage_chars = 300\nsentence_chars = 160" in text and "no longer has" not in text, text
