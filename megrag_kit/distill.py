@@ -13,14 +13,16 @@ from .jsonl import JsonlAppender, read_jsonl
 from .metrics import f1_score, normalize_answer
 from .megrag import MEGRAG, MEGRAGConfig, Candidates, EvidenceGraph, Node, collect_candidates, cut_text, LEVELS
 from .method import Resources
+from . import gold
 from .models import HFChatModel, adapter_hash, load_llm, load_student, model_identity, smollm2_path
 
 # %% auto #0
 __all__ = ['TRAINING_SETS', 'DISTILL_DEFAULTS', 'DEFAULT_DATA', 'EXAMPLE_KINDS', 'STUDENT_DIR', 'target_text', 'serialize',
            'load_training', 'norm_question', 'eval_questions', 'check_disjoint', 'gold_hops', 'answer_hop',
-           'gold_selection', 'gold_examples', 'node_target', 'trace_examples', 'teacher_examples', 'distill_config',
-           'collect', 'same_header', 'distill_sets', 'collection_counts', 'read_examples', 'TrainConfig', 'data_hash',
-           'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'train', 'shipped_student']
+           'gold_selection', 'gold_decision', 'gold_examples', 'node_target', 'trace_examples', 'teacher_examples',
+           'distill_config', 'collect', 'same_header', 'distill_sets', 'collection_counts', 'read_examples',
+           'TrainConfig', 'data_hash', 'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'train',
+           'shipped_student']
 
 # %% ../nbs/40_distill.ipynb #de197980
 def target_text(o: dict) -> str:
@@ -96,16 +98,14 @@ def check_disjoint(train: list[Question], evals: dict[str, list[Question]], drop
 
 # %% ../nbs/40_distill.ipynb #2b4c584a
 def gold_hops(q: Question) -> list[tuple[str, str]]:
-    """`[(step query, sub-answer)]` from a question's gold annotations: MuSiQue `decomposition` (each `#k` replaced
-    by hop `k`'s answer) or 2Wiki `evidence_triples` (`What is the <relation> of <subject>?`); `[]` when it has neither."""
+    """`[(step query, sub-answer)]` from a question's gold annotations: MuSiQue `decomposition` (`gold.gold_hops`, each
+    `#k` filled by `gold.fill_hop` with the annotated answer of hop `k`; a reference no hop resolves stays as written) or
+    2Wiki `evidence_triples` (`What is the <relation> of <subject>?`); `[]` when it has neither."""
     if q.decomposition:
-        out, answers = [], []
-        for d in q.decomposition:
-            text = re.sub(r"#(\d+)", lambda m: answers[int(m.group(1)) - 1] if 0 < int(m.group(1)) <= len(answers) else m.group(0), str(d["question"]))
-            text = re.sub(r"\s+([?.,])", r"\1", " ".join(text.split()))
-            if " >> " in text:                       # MuSiQue's knowledge-base hops: "Hello Love >> performer"
-                subj, _, rel = text.partition(" >> "); text = f"What is the {rel.strip()} of {subj.strip()}?"
-            answers.append(str(d["answer"]).strip()); out.append((text, answers[-1]))
+        out, answers = [], {}
+        for h in gold.gold_hops(q):
+            answers[h.k] = h.answer
+            out.append((gold.fill_hop(h.template, answers) or h.template, h.answer))
         return out
     if q.evidence_triples: return [(f"What is the {r} of {s}?", o) for s, r, o in q.evidence_triples]
     return []
@@ -135,54 +135,92 @@ def gold_selection(cands: Candidates, answer: str, levels=LEVELS, k: int = 2, pa
 def _relation(next_query: str, b: str) -> str:
     return f"from {b} to: {next_query}"[:99]
 
+
+# %% ../nbs/40_distill.ipynb #a7c1d2e3
+def gold_decision(q: Question, hops: list[tuple[str, str]], k: int, query: str, cands: Candidates, levels, cfg,
+                  with_relation: bool = True) -> tuple[dict, int] | None:
+    """The gold teacher's output `o_i` at one step, and the index of the next unresolved hop: `(o, k')`, or `None`.
+
+    `hops`: `gold_hops`/`answer_hop` of `q`; `k`: the index (0-based) of the first hop not yet answered; `query`: the
+    step's query `q_i`; `cands`: its candidates `C_i`. When a candidate the policy is shown contains hop `k`'s answer,
+    the step answers it (`gold_selection`: the finest level holding it) and either stops with the gold answer (last
+    hop) or asks the next hop's sub-question. When none does and `query` is not yet hop `k`'s sub-question (the first
+    step's query is the question itself), the step answers nothing and asks that sub-question (level: the coarsest,
+    the top passage selected, since a node needs one unit). `None` when hop `k`'s own sub-question did not surface its
+    answer: the trajectory cannot be grounded."""
+    sub, b = hops[k]
+    cap = min(2, cfg.max_selected)
+    sel = gold_selection(cands, b, levels, cap, cfg.passage_chars, cfg.sentence_chars)
+    path = " -> ".join(a for _, a in hops[:k + (sel is not None)])
+    if sel is None:
+        if query == sub or not cands.passages: return None
+        level, ids, nq, b, k2 = levels[-1], [cands.passages[0][0]], sub, "", k
+    elif k + 1 == len(hops):
+        (level, ids), k2 = sel, k + 1
+        o = dict(intermediate_answer=b, resolved_path=path, stop=True, answer=q.answers[0], missing="none", next_query="",
+                 relation="")
+        if not with_relation: o.pop("relation")
+        return {"level": level, "selected": ids, **o}, k2
+    else: (level, ids), nq, k2 = sel, hops[k + 1][0], k + 1
+    o = dict(intermediate_answer=b, resolved_path=path, stop=False, answer="", missing=f"the answer to: {nq}"[:119],
+             next_query=nq, relation=(_relation(nq, b) if b else f"first the part: {nq}"[:99]) if with_relation else "")
+    if not with_relation: o.pop("relation")
+    return {"level": level, "selected": ids, **o}, k2
+
+
+# %% ../nbs/40_distill.ipynb #b8d2e3f4
 def gold_examples(m: MEGRAG, qs: list[Question]) -> list[dict]:
     """Gold-teacher records for questions `qs` with method `m` (a `policy=single` MEGRAG over the questions' store):
-    one `{qid, kept, reason, f1, steps, examples}` per question, each example `{qid, step, kind, messages, target}`
-    (`kind`: `trajectory` or `hop`). The hops are `gold_hops`, else `answer_hop` (one step). Runs the steps of all questions in lock-step, one retrieval batch per step."""
+    one `{qid, question, kept, reason, f1, steps, examples}` per question, each example `{qid, step, kind, messages,
+    target}` (`kind`: `trajectory` or `hop`). The hops are `gold_hops`, else `answer_hop` (one step).
+
+    The trajectory starts as the student will: step 1's query is the question itself (MEGRAG paper, §Methodology:
+    `q_1 = x`), each later query is the previous step's `next_query`, and each output is `gold_decision`. A question
+    whose steps would pass the budget, or whose hop cannot be grounded, is dropped with its reason (the hops it did
+    ground stay as one-step `hop` examples). Runs the steps of all questions in lock-step, one retrieval batch per step."""
     cfg = m.config
     hops = {q.qid: gold_hops(q) or answer_hop(q) for q in qs}
-    recs = {q.qid: dict(qid=q.qid, question=q.question, kept=True, reason="", f1=1.0, steps=len(hops[q.qid]), examples=[]) for q in qs}
+    recs = {q.qid: dict(qid=q.qid, question=q.question, kept=True, reason="", f1=1.0, steps=0, examples=[]) for q in qs}
     for q in qs:
         if not hops[q.qid]: recs[q.qid].update(kept=False, reason="no gold decomposition, evidence triples or answer-bearing support")
-        elif len(hops[q.qid]) > cfg.budget: recs[q.qid].update(kept=False, reason=f"{len(hops[q.qid])} hops > budget {cfg.budget}")
     graphs = {q.qid: EvidenceGraph(q.question) for q in qs}
+    state = {q.qid: (0, q.question) for q in qs}          # (first unanswered hop, this step's query)
     active = [q for q in qs if recs[q.qid]["kept"]]
     for step in range(1, cfg.budget + 1):
-        active = [q for q in active if recs[q.qid]["kept"] and step <= len(hops[q.qid])]
         if not active: break
-        queries = [hops[q.qid][step - 1][0] for q in active]
-        hits = m.store.search(queries, cfg.n_p)
+        hits = m.store.search([state[q.qid][1] for q in active], cfg.n_p)
         if "triples" in m._views(): m.store.extract_triples([p for h in hits for p, _ in h])
-        for q, query, h in zip(active, queries, hits):
+        for q, h in zip(active, hits):
+            (k, query), g = state[q.qid], graphs[q.qid]
             cands = collect_candidates(m.store, h, cfg.n_s, cfg.n_t, m._views())
-            sub, b = hops[q.qid][step - 1]
-            sel = gold_selection(cands, b, m.levels(), min(2, cfg.max_selected), cfg.passage_chars, cfg.sentence_chars)
-            if sel is None: recs[q.qid].update(kept=False, reason=f"step {step}: the sub-answer {b!r} is in no candidate shown"); continue
-            level, ids = sel
-            g, last = graphs[q.qid], step == len(hops[q.qid])
-            path = " -> ".join(a for _, a in hops[q.qid][:step])
-            if last: o = dict(intermediate_answer=b, resolved_path=path, stop=True, answer=q.answers[0], missing="none", next_query="", relation="")
-            else:
-                nq = hops[q.qid][step][0]
-                o = dict(intermediate_answer=b, resolved_path=path, stop=False, answer="", missing=f"the answer to: {nq}"[:119],
-                         next_query=nq, relation=_relation(nq, b) if m.with_relation else "")
-            if not m.with_relation: o.pop("relation")
-            out = {"level": level, "selected": ids, **o}
-            recs[q.qid]["examples"].append(dict(qid=q.qid, step=step, kind="trajectory", messages=m.policy_prompt(q, query, g, cands), target=target_text(out)))
-            hop_q = Question(f"{q.qid}#hop{step}", sub, [b])
-            hop_o = {"level": level, "selected": ids, **dict(o, stop=True, answer=b, missing="none", next_query="", relation="")}
-            if not m.with_relation: hop_o.pop("relation")
-            if sub != q.question:    # a one-step question (answer_hop) is its own hop example
+            d = gold_decision(q, hops[q.qid], k, query, cands, m.levels(), cfg, m.with_relation)
+            if d is None:
+                recs[q.qid].update(kept=False, reason=f"step {step}: the sub-answer {hops[q.qid][k][1]!r} is in no candidate shown")
+                continue
+            o, k2 = d
+            recs[q.qid]["examples"].append(dict(qid=q.qid, step=step, kind="trajectory", target=target_text(o),
+                                                messages=m.policy_prompt(q, query, g, cands)))
+            sub = hops[q.qid][k][0]
+            if k2 > k and sub != q.question:    # an answered hop is also a one-step question (answer_hop already is one)
+                hop_o = dict(o, resolved_path=o["intermediate_answer"], stop=True, answer=o["intermediate_answer"], missing="none", next_query="",
+                             **({"relation": ""} if m.with_relation else {}))
                 recs[q.qid]["examples"].append(dict(qid=q.qid, step=step, kind="hop", target=target_text(hop_o),
-                                                    messages=m.policy_prompt(hop_q, sub, EvidenceGraph(sub), cands)))
-            n = Node(step, query, level, {gg: [list(u) for u in us] for gg, us in cands.of(level).items()}, retrieved=[p for p, _ in h])
+                                                    messages=m.policy_prompt(Question(f"{q.qid}#hop{k + 1}", sub, [o["intermediate_answer"]]),
+                                                                             sub, EvidenceGraph(sub), cands)))
+            n = Node(step, query, o["level"], {gg: [list(u) for u in us] for gg, us in cands.of(o["level"]).items()}, retrieved=[p for p, _ in h])
             for kk in ("intermediate_answer", "resolved_path", "answer", "missing", "next_query", "relation"): setattr(n, kk, o.get(kk, ""))
-            n.stop, n.evidence = o["stop"], {gg: [[u, t] for u, t in us if u in ids] for gg, us in cands.of(level).items() if any(u in ids for u, _ in us)}
+            n.stop = o["stop"]
+            n.evidence = {gg: [[u, t] for u, t in us if u in o["selected"]] for gg, us in cands.of(o["level"]).items()
+                          if any(u in o["selected"] for u, _ in us)}
             g.add(n)
-            if not n.stop: g.link(n)
+            recs[q.qid]["steps"] = step
+            if not n.stop: g.link(n); state[q.qid] = (k2, o["next_query"])
+        active = [q for q in active if recs[q.qid]["kept"] and not graphs[q.qid].nodes[-1].stop]
+    for q in active: recs[q.qid].update(kept=False, reason=f"{len(hops[q.qid])} hops not answered within budget {cfg.budget}")
     for r in recs.values():   # a dropped trajectory keeps the one-step examples of the hops it did ground
         if not r["kept"]: r["examples"] = [e for e in r["examples"] if e["kind"] == "hop"]
     return [recs[q.qid] for q in qs]
+
 
 # %% ../nbs/40_distill.ipynb #6b25ee9f
 def node_target(n: Node, with_relation: bool = True) -> str:
@@ -250,7 +288,8 @@ def collect(teacher: str, dataset: str, out, limit: int | None = None, min_f1: f
     qs, hits = check_disjoint(ds.questions, eval_questions(data_dir, eval_sets), drop_overlap)
     qs = qs[:limit] if limit else qs
     out = Path(out)
-    header = dict(teacher=teacher, dataset=ds.name, config=cfg.to_dict(), min_f1=min_f1, **({"openie_backend": openie_backend} if openie_backend != "llm" else {}))
+    header = dict(teacher=teacher, dataset=ds.name, config=cfg.to_dict(), min_f1=min_f1,
+                  **({"first_query": "question"} if teacher == "gold" else {}), **({"openie_backend": openie_backend} if openie_backend != "llm" else {}))
     done = read_jsonl(out) if out.exists() else []
     for r in done:
         if r.get("header") and not same_header(r["header"], header):
@@ -292,7 +331,7 @@ def collection_counts(path) -> dict:
     ex = [e for r in rows for e in r["examples"]]
     return dict(questions=len(rows), kept=sum(r["kept"] for r in rows), dropped=sum(not r["kept"] for r in rows), examples=len(ex),
                 trajectory_examples=sum(e["kind"] == "trajectory" for e in ex), hop_examples=sum(e["kind"] == "hop" for e in ex),
-                dropped_reasons=dict(Counter(re.sub(r"'.*'|\d+", "_", r["reason"]) for r in rows if not r["kept"]).most_common()))
+                dropped_reasons=dict(Counter(re.sub(r"'.*'|\".*\"|\d+", "_", r["reason"]) for r in rows if not r["kept"]).most_common()))
 
 def read_examples(*paths) -> list[dict]:
     "Every example of collected files, in file order (a dropped question holds only the one-step examples of its grounded hops)."
@@ -324,7 +363,7 @@ class TrainConfig:
     seed: int = 0
     bf16: bool = False
     layers: int = 8
-    kinds: str = "trajectory,hop"
+    kinds: str = "trajectory"
 
     def __post_init__(self):
         if any(k not in EXAMPLE_KINDS for k in self.kinds.split(",")):     # "" splits to [""]: refused too

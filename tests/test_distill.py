@@ -144,19 +144,28 @@ def test_gold_teacher_on_three_real_musique_questions(musique):
     m = MEGRAG(distill_config({"n_p": 5}), Resources(ds, llm=llm, embedder=HashEmbedder(), store_root=sroot))
     recs = gold_examples(m, qs)
     for r in recs:
-        for e in r["examples"]:
+        q = qs[[x.qid for x in qs].index(r["qid"])]
+        hops = gold_hops(q)
+        traj = [e for e in r["examples"] if e["kind"] == "trajectory"]
+        query = q.question                                                             # step 1 reads the question itself
+        for e in traj:
             o, user = json.loads(e["target"]), e["messages"][-1]["content"]
-            sub, b = gold_hops(qs[[q.qid for q in qs].index(r["qid"])])[e["step"] - 1]
-            assert f"Current query: {sub}\n" in user
-            assert all(f"[{u}] " in user for u in o["selected"])                              # ids of real candidates
-            assert o["intermediate_answer"] == b
+            assert f"Current query: {query}\n" in user
+            assert all(f"[{u}] " in user for u in o["selected"])                      # ids of real candidates
+            assert o["intermediate_answer"] in [""] + [b for _, b in hops]
+            if o["intermediate_answer"] == "": assert o["next_query"] in [s for s, _ in hops] and not o["stop"]
+            query = o["next_query"]
+        for e in r["examples"]:
+            if e["kind"] == "hop":                                                   # a one-step question of an answered hop
+                o = json.loads(e["target"])
+                assert o["stop"] and (e["messages"][-1]["content"].split("\n")[1][len("Current query: "):], o["answer"]) in hops
     r0 = recs[0]
     if r0["kept"]:
         traj = [e for e in r0["examples"] if e["kind"] == "trajectory"]
-        assert [json.loads(e["target"])["stop"] for e in traj] == [False, True]
-        assert json.loads(traj[1]["target"])["answer"] == qs[0].answers[0]
-        assert "intermediate answer: American Psychological Association" in traj[1]["messages"][-1]["content"]
-    else: assert "is in no candidate" in r0["reason"]
+        assert json.loads(traj[-1]["target"])["stop"] and json.loads(traj[-1]["target"])["answer"] == qs[0].answers[0]
+        assert all(not json.loads(e["target"])["stop"] for e in traj[:-1])
+        assert "intermediate answer: American Psychological Association" in traj[-1]["messages"][-1]["content"]
+    else: assert "is in no candidate" in r0["reason"] or "within budget" in r0["reason"]
 
 
 CLI = [sys.executable, "-c", "from megrag_kit.cli import main; main()"]
