@@ -73,6 +73,7 @@ def unit_spans(text: str, uid: str, unit: str) -> list[tuple[int, int]]:
     cands = [parts[0], parts[-1]] if kind == "t" and len(parts) >= 2 else [unit.strip()]
     return _merge([(m.start(), m.end()) for c in cands if len(c) > 1 for m in re.finditer(re.escape(c), text, re.I)])
 
+# %% ../nbs/92_viz.ipynb #f37ef8b0
 def highlight(text: str, marks: list[tuple[int, int, str]]) -> str:
     """HTML of `text` with each `(start, end, unit id)` wrapped in `<mark class="ev ev-KIND" title="UID">`, the text
     escaped. A mark inside another is nested in it (a triple's subject inside a selected sentence); a mark that
@@ -176,6 +177,7 @@ class RunView:
         sel = nodes if step is None else [nodes[min(max(step, 1), len(nodes)) - 1]]
         return CSS + head + "".join(node_html(n, self.passages) for n in sel)
 
+# %% ../nbs/92_viz.ipynb #3a71e733
 def compare_html(a: RunView, b: RunView, q, step: int | None = None) -> str:
     "Two runs' views of question `q` (id, or position in `a`) side by side; `KeyError` when `b` lacks the question."
     qid = a.row(q)["id"]
