@@ -19,7 +19,7 @@ from .retrievers import _check_k, slug
 from .index import (EvidenceStore, ExtractedView, ParsedView, RestrictedStore, default_parser, register_view,
                               restrict)
 from .gold import fill_hop, gold_hops, has_gold
-from .method import Answer, ConfigError, Method, ReaderOptions, Resources, param, register
+from .method import Answer, ConfigError, Method, ReaderOptions, Resources, apply_variant, param, register
 
 # %% auto #0
 __all__ = ['PROPOSITION_SCHEMA', 'PROPOSITION_EXAMPLES', 'PROPOSITION_STOP', 'PROPOSITION_MAX_NEW_TOKENS',
@@ -609,15 +609,7 @@ _SWITCHES = ("retrieval", "reformulation", "combination", "propagation", "readou
 # %% ../nbs/20_evireform.ipynb #044ee74d
 def _resolve_variant(cfg):
     "Apply the preset `cfg.variant` to the switches of the frozen config `cfg`, then name the preset they match."
-    defaults = {f.name: f.default for f in dc_fields(cfg)}
-    for k, v in VARIANTS.get(cfg.variant, {}).items():
-        given = getattr(cfg, k)
-        if given != defaults[k] and given != v:
-            raise ConfigError(f"evireform: variant={cfg.variant} sets {k}={v}, but {k}={given} was given")
-        object.__setattr__(cfg, k, v)
-    switches = {k: getattr(cfg, k) for k in _SWITCHES}
-    name = next((n for n, p in VARIANTS.items() if switches == {**{k: defaults[k] for k in _SWITCHES}, **p}), "custom")
-    object.__setattr__(cfg, "variant", name)
+    apply_variant(cfg, VARIANTS, _SWITCHES, "evireform")
 
 def _check_switches(cfg):
     "`ConfigError` for the switch combinations that cannot run."

@@ -17,7 +17,7 @@ from .index import EvidenceStore
 from .reader import extract_answer, answer_options
 from .metrics import normalize_answer
 from .gold import GoldHop, gold_hops, fill_hop
-from .method import Answer, ConfigError, Method, ReaderOptions, param, register
+from .method import Answer, ConfigError, Method, ReaderOptions, apply_variant, param, register
 
 # %% auto #0
 __all__ = ['COMPOSITIONS', 'VARIANTS', 'TEXT_PATTERN', 'NODE_SCHEMA', 'NODE_SCHEMA_NO_RELATION', 'SUFFICIENCY_SCHEMA',
@@ -106,15 +106,7 @@ class MEGRAGConfig(ReaderOptions):
 # %% ../nbs/10_megrag.ipynb #a7c4be35
 def _settle_config(cfg: MEGRAGConfig):
     "`MEGRAGConfig.__post_init__`: the variant's switches set, the variant named from the switches, then the checks."
-    defaults = {f.name: f.default for f in dc_fields(cfg)}
-    for k, v in VARIANTS.get(cfg.variant, {}).items():
-        given = getattr(cfg, k)
-        if given != defaults[k] and given != v:
-            raise ConfigError(f"megrag: variant={cfg.variant} sets {k}={v}, but {k}={given} was given")
-        object.__setattr__(cfg, k, v)
-    switches = {k: getattr(cfg, k) for k in _SWITCHES}
-    name = next((n for n, p in VARIANTS.items() if switches == {**{k: defaults[k] for k in _SWITCHES}, **p}), "custom")
-    object.__setattr__(cfg, "variant", name)
+    apply_variant(cfg, VARIANTS, _SWITCHES, "megrag")
     if cfg.budget < 1: raise ConfigError(f"megrag: budget must be >= 1, got {cfg.budget}")
     if cfg.policy == "gold" and cfg.stopping != "answer_aware":
         raise ConfigError("megrag: policy=gold stops after the last gold hop; it has no fixed-depth form "

@@ -17,8 +17,8 @@ from .index import EvidenceStore, StoreOptions
 from .reader import Reader
 
 # %% auto #0
-__all__ = ['METHODS', 'ConfigError', 'param', 'Config', 'ReaderOptions', 'Resources', 'Answer', 'Method', 'register', 'discover',
-           'get_method', 'build_method']
+__all__ = ['METHODS', 'ConfigError', 'param', 'Config', 'apply_variant', 'ReaderOptions', 'Resources', 'Answer', 'Method',
+           'register', 'discover', 'get_method', 'build_method']
 
 # %% ../nbs/07_method.ipynb #a2766ab0
 class ConfigError(ValueError):
@@ -121,6 +121,21 @@ class Config:
         return cls(**{k: _coerce(k, v, hints[k], owner) for k, v in d.items()})
 
     def to_dict(self) -> dict: return asdict(self)
+
+# %% ../nbs/07_method.ipynb #a3b7c8d9
+def apply_variant(cfg: Config, variants: dict[str, dict], switches: tuple[str, ...], owner: str) -> None:
+    """Set the switches of preset `cfg.variant` (`variants`: `{name: {switch: value}}`) on the frozen config `cfg`,
+    then set `cfg.variant` to the preset its `switches` match (`"custom"` when none). In place; returns `None`.
+    `ConfigError` (prefixed `owner:`) when a switch was given a value other than its default and the preset's."""
+    defaults = {f.name: f.default for f in fields(cfg)}
+    for k, v in variants.get(cfg.variant, {}).items():
+        given = getattr(cfg, k)
+        if given != defaults[k] and given != v:
+            raise ConfigError(f"{owner}: variant={cfg.variant} sets {k}={v}, but {k}={given} was given")
+        object.__setattr__(cfg, k, v)
+    now = {k: getattr(cfg, k) for k in switches}
+    name = next((n for n, p in variants.items() if now == {**{k: defaults[k] for k in switches}, **p}), "custom")
+    object.__setattr__(cfg, "variant", name)
 
 # %% ../nbs/07_method.ipynb #28b1d0b6
 @dataclass(frozen=True)
