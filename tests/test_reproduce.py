@@ -553,6 +553,15 @@ def test_rows_say_how_latency_was_measured(tmp_path):
         rows = read_predictions(tmp_path / name / "predictions.jsonl")
         assert [r["latency_basis"] for r in rows] == [want] * 2 and [r["batch_questions"] for r in rows] == [bs] * 2
         assert all(r["batch_wall_s"] >= 0 for r in rows)
+    # a batch of one served from cache entries a lock-step batch made counts their shares: not `measured`
+    cache = LLMCache(tmp_path / "cache")
+    for name, bs, want in (("lock-cached", 2, "batch share"), ("alone-cached", 1, "batch share")):
+        llm = LockStep(lambda m: "Cork"); llm.cache = cache
+        res = Resources(demo, llm=llm, embedder=HashEmbedder(), store_root=tmp_path / "store")
+        run(build_method("direct", {"reader_constrain_options": False}, res), demo, tmp_path / name, limit=2,
+            batch_size=bs, show_progress=False)
+        rows = read_predictions(tmp_path / name / "predictions.jsonl")
+        assert [r["latency_basis"] for r in rows] == [want] * 2 and [r["cache_hits"] for r in rows] == [bs == 1] * 2
 
 
 def test_table1_has_the_papers_baseline_rows_and_counts_print_whole(done):
