@@ -396,7 +396,11 @@ def mkdocs_build(src: Path, site_dir: Path, stems: list[str]) -> list[str]:
     gen = src.parent / f"{src.name}.mkdocs.yml"
     cfg = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
     for p in cfg["plugins"]:                 # the API of this checkout, wherever the generated config lies
-        if isinstance(p, dict) and "mkdocstrings" in p: p["mkdocstrings"]["handlers"]["python"]["paths"] = [str(ROOT)]
+        if isinstance(p, dict) and "mkdocstrings" in p:
+            h = p["mkdocstrings"]["handlers"]["python"]; h["paths"] = [str(ROOT)]
+            opts = h.setdefault("options", {})          # griffe extensions given as files of the checkout
+            opts["extensions"] = [str(ROOT / e) if isinstance(e, str) and e.endswith(".py") else e
+                                  for e in opts.get("extensions", [])]
     cfg.update(docs_dir=str(src), site_dir=str(site_dir), nav=nav(stems))
     gen.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
     r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(gen)], cwd=ROOT,
