@@ -503,7 +503,8 @@ SCREENSHOTS = [("home", "index.html", None), ("quickstart", "quickstart.html", N
                ("tutorial_math", "80_tutorial.html", "div.arithmatex"), ("tutorial_plot", "80_tutorial.html", ".nb-figure"),
                ("megrag", "10_megrag.html", "div.arithmatex"), ("megrag_outputs", "10_megrag.html", ".nb-figure"),
                ("evireform", "20_evireform.html", ".nb-text"), ("cara", "30_cara.html", ".nb-text"),
-               ("megrag_tables", "50_megrag_tables.html", ".nb-output"), ("megrag_figures", "51_megrag_figures.html", ".nb-figure"),
+               ("megrag_tables", "50_megrag_tables.html", "#table-1-main-results ~ .nb-output:not(.nb-text)"), ("megrag_figures", "51_megrag_figures.html", ".nb-figure"),
+               ("megrag_fig6", "51_megrag_figures.html", "#figure-6-latency-against-f1-per-method ~ .nb-figure"),
                ("evireform_figures", "52_evireform_tables.html", ".nb-figure"), ("cara_figures", "53_cara_tables.html", ".nb-figure"),
                ("figures", "figures.html", "img"), ("explorer", "explorer.html#q11", None),
                ("explorer_edges", "explorer.html#q11", ".mkg-question:not([hidden]) .mkg-edge"), ("api", "00_core.html", ".doc-heading")]
