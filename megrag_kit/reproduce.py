@@ -33,7 +33,8 @@ def check_params(common: dict, methods: dict | None = None, method_lists: dict |
     """Check an experiment notebook's parameters and return `{method: Config}` for `methods`.
 
     `common`: the `COMMON_PARAMS` values (`limit` an int >= 1 or `None`, `seed` >= 0, `batch_size` >= 1) and optionally
-    `openie_backend` (`llm`, the default, or `parser`: who fills the triple view of the runs' stores);
+    `openie_backend` (`llm`, the default, or `parser`: who fills the triple view of the runs' stores) and
+    `latency_batch_size` (an int >= 1: the questions per batch of the runs whose latency a figure or table reports);
     `methods`: `{method name: {option: value}}` checked by `Config.from_dict` (`ConfigError` naming the unknown
     option and the valid ones); `method_lists`: `{parameter name: [method names]}` whose names must be registered
     (`KeyError` listing them). `ValueError` for a bad common value or a missing common name."""
@@ -43,7 +44,8 @@ def check_params(common: dict, methods: dict | None = None, method_lists: dict |
     lim = common["limit"]
     if lim is not None and (isinstance(lim, bool) or not isinstance(lim, int) or lim < 1):
         raise ValueError(f"limit must be an int >= 1 or None, got {lim!r}")
-    for k, lo in (("seed", 0), ("batch_size", 1)):
+    for k, lo in (("seed", 0), ("batch_size", 1), ("latency_batch_size", 1)):
+        if k not in common: continue                                 # latency_batch_size: optional
         v = common[k]
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ValueError(f"{k} must be an int >= {lo}, got {v!r}")
@@ -107,7 +109,7 @@ class Experiment:
     """One experiment notebook's run: `name` (the notebook's short name), `params` (the `COMMON_PARAMS` values),
     `configs` (`check_params`'s result). Folders `out/runs`, `out/tables`, `out/figures`, `out/results` are created.
 
-    `run(method, options, dataset=None, limit=None, llm=None, passages=None)` -> `(summary, rows)`;
+    `run(method, options, dataset=None, limit=None, llm=None, passages=None, batch_size=None)` -> `(summary, rows)`;
     `table(df, name, caption)`, `figure(fig, name, data)` save outputs; `finish()` writes the provenance record and
     returns it."""
     def __init__(self, name: str, params: dict, configs: dict | None = None):
@@ -119,22 +121,27 @@ class Experiment:
         set_seed(params["seed"])
 
     def run(self, method: str, options: dict | None = None, dataset: str | None = None, limit: int | None = None,
-            llm: str | None = None, passages=None):
+            llm: str | None = None, passages=None, batch_size: int | None = None):
         """Answer the first `limit` (default: the notebook's) questions of `dataset` with `method` and `options`, with
         the notebook's LLM or `llm` (a spec); `(summary, rows)`. `passages` (passage ids, optional): search only
         these, through a `RestrictedStore` over the dataset's one store (its vectors and extracted units are shared;
-        the index-growth experiment of the EviReform paper, Appendix); the run folder's key and manifest record them."""
+        the index-growth experiment of the EviReform paper, Appendix); the run folder's key and manifest record them.
+        `batch_size` (optional) makes it a latency run: `batch_size` questions at a time (the notebooks'
+        `latency_batch_size`, 1: each latency measured per question) with `timed_resources` (no LLM call cache, so
+        every call is timed now), in a run folder of its own (its key holds the batch size)."""
         ds = dataset or self.params["dataset"]; lim = limit or self.params["limit"]
-        res = self.resources(ds, llm)
+        res = self.resources(ds, llm) if batch_size is None else self.timed_resources(ds, batch_size, llm)
         if passages is not None:
             passages = sorted({int(p) for p in passages}); res.store           # the base store is built once and shared
             res = restrict(copy.copy(res), passages)
         m = build_method(method, options or {}, res)
-        folder = self._folder(method, m, res, ds, passages)
+        folder = self._folder(method, m, res, ds, passages, batch_size)
         t0 = time.perf_counter()
         print(f"{self.name}: {m.run_name()} on {ds} (first {lim} questions) -> {folder}", flush=True)
         index = {"index_passages": len(passages)} if passages is not None else {}
-        s = run_questions(m, res.dataset, folder, lim, self.params["batch_size"], seed=self.params["seed"],
+        if batch_size is not None: index["latency_run"] = {"batch_size": batch_size, "llm_cache": False}
+        bs = batch_size or self.params["batch_size"]
+        s = run_questions(m, res.dataset, folder, lim, bs, seed=self.params["seed"],
                           show_progress=False, manifest=dict(device=self.device, experiment=self.name, **index))
         ids = [q.qid for q in (res.dataset.questions[:lim] if lim else res.dataset.questions)]
         rows = [r for r in read_predictions(folder / "predictions.jsonl")
@@ -161,18 +168,43 @@ def resources(self: Experiment, dataset: str, llm: str | None = None) -> Resourc
                                    store_options=store)
     return self._res[key]
 
+@patch
+def timed_resources(self: Experiment, dataset: str, batch_size: int, llm: str | None = None) -> Resources:
+    """The resources of the latency runs on `dataset` (with the notebook's LLM, or `llm`): the shared store and
+    embedder (`resources`), and an LLM of their own that generates `batch_size` prompts per forward pass and reads
+    and writes no call cache: a cached call counts what it cost when first made, perhaps as a share of a lock-step
+    batch, so every call of a latency run is made and timed now. Built once per notebook."""
+    spec = llm or self.params["llm"]
+    key = f"{dataset} (latency runs: batch size {batch_size}, no LLM call cache)" + (f" ({llm})" if llm else "")
+    if key not in self._res:
+        base = self.resources(dataset, llm)
+        base.store                                     # built first, so that the copy shares it (and its OpenIE)
+        res = copy.copy(base)
+        res.batch_size, res.cache = batch_size, False
+        if isinstance(spec, str) and spec.startswith("py:"):                   # an object of the user's: a new one
+            model = build_model(spec, "llm"); model.cache = None
+            if hasattr(model, "batch_size"): model.batch_size = batch_size
+            res.__dict__["llm"] = model
+        else: res.__dict__.pop("llm", None)            # loaded again on first use, with this batch size and no cache
+        self._res[key] = res
+    return self._res[key]
+
 # %% ../nbs/95_reproduce.ipynb #18c000ea
 @patch
-def _folder(self: Experiment, method: str, m, res: Resources, ds: str, passages) -> Path:
+def _folder(self: Experiment, method: str, m, res: Resources, ds: str, passages,
+            batch_size: int | None = None) -> Path:
     """The run folder of method `m` (registered as `method`) on dataset `ds` with `res` (and the passage ids
-    `passages`, or `None`): `out/runs/<dataset>-<run name>-<hash of the method, its config, the model specs and
-    identities, the seed and the passages>`."""
+    `passages`, or `None`; a latency run's `batch_size`, or `None`): `out/runs/<dataset>-<run name>-<hash of the
+    method, its config, the model specs and identities, the seed, the passages and a latency run's batch size>`.
+    The other runs' keys hold no batch size (their folders are resumed at any batch size); a latency run's key holds
+    it, so a latency run never resumes the rows of a run answered in lock-step batches."""
     # the loaded models' identities (their files' content, not their paths) join the key: a run folder made with
     # other weights is never resumed with these (RunMismatchError); a fresh clone finds the committed ones
     ids = [getattr(res, k).model_id for k, spec in (("llm", res.llm_spec), ("embedder", res.embedder_spec))
            if spec is not None]
     key = stable_hash([method, m.config.to_dict(), res.llm_spec, res.embedder_spec, self.params["seed"], ids]
-                      + ([passages] if passages is not None else []))[:8]
+                      + ([passages] if passages is not None else [])
+                      + ([{"latency_batch_size": batch_size}] if batch_size is not None else []))[:8]
     return self.out / "runs" / f"{ds}-{m.run_name()}-{key}"
 
 # %% ../nbs/95_reproduce.ipynb #97dd2d73
@@ -228,6 +260,7 @@ EXPERIMENTS = {"megrag_tables": "50_megrag_tables.ipynb", "megrag_figures": "51_
 
 PROFILES = {
     "demo": dict(dataset="demo", limit=2, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=8,
+                 latency_batch_size=1,
                  megrag={"n_p": 3, "budget": 2}, budgets=[1, 2], openie_backend="parser",
                  cara={"agents": 2, "t_max": 2, "show": 5, "neighbors_k": 5, "snippet_chars": 100,
                        "causal_tokens_per_candidate": 12, "read": False},
@@ -237,7 +270,7 @@ PROFILES = {
                  sweep_options={"read": True, "bertscore": True}),
     "paper": dict(dataset="2wikimultihopqa", table2_dataset="musique",
                   table_datasets=["2wikimultihopqa", "hotpotqa", "musique"], limit=1000, llm="smollm2-135m",
-                  embedder="minilm", device="auto", batch_size=32,
+                  embedder="minilm", device="auto", batch_size=32, latency_batch_size=1,
                   limit_rounds=1000, limit_sweep=1000, sweep_agents=[1, 2, 3], sweep_t_max=[30, 150],
                   growth_dataset="musique", growth_questions=1000, limit_growth=None),
 }

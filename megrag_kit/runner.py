@@ -213,16 +213,19 @@ def latency_basis(gens, n_questions: int) -> str:
     """How the `latency_s` of the questions of one runner batch was measured, from the batch's answering calls
     `gens` (`Generation`s, cache hits included) and the number of questions `n_questions` answered together:
 
-    - `measured`: the question was answered alone (a batch of one), so its model seconds are its own calls' times;
+    - `measured`: the question was answered alone (a batch of one), so its model seconds are its own calls' times
+      (calls made now, or cached ones that were timed on their own when first made);
     - `measured per call`: every call was timed on its own (`batch_n == 1`, e.g. concurrent server requests): the
       question's model seconds are its own calls', only the non-model remainder of the batch is split evenly;
     - `batch share`: some call's seconds are a lock-step batch's wall time split evenly over its prompts
       (`batch_n > 1`, a local model's batched `generate`): a share of the batch's time, not measured per question;
+      so is a batch of one served from the cache by calls first made in such a batch (a cached call counts what it
+      cost then, perhaps beside other questions' prompts);
     - `unknown`: some call does not say how it was timed (a cache entry written before `batch_n` was recorded)."""
-    if n_questions <= 1: return "measured"
-    ns = [g.batch_n for g in gens]
+    ns = [g.batch_n for g in gens if g.cached or n_questions > 1]   # a question alone: its fresh calls are its own
     if any(n is None for n in ns): return "unknown"
-    return "batch share" if any(n > 1 for n in ns) else "measured per call"
+    if any(n > 1 for n in ns): return "batch share"
+    return "measured" if n_questions <= 1 else "measured per call"
 
 # %% ../nbs/90_runner.ipynb #92187127
 def _resumed_manifest(old: dict, mf: dict, res, out: Path) -> dict:

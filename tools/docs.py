@@ -396,7 +396,11 @@ def mkdocs_build(src: Path, site_dir: Path, stems: list[str]) -> list[str]:
     gen = src.parent / f"{src.name}.mkdocs.yml"
     cfg = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
     for p in cfg["plugins"]:                 # the API of this checkout, wherever the generated config lies
-        if isinstance(p, dict) and "mkdocstrings" in p: p["mkdocstrings"]["handlers"]["python"]["paths"] = [str(ROOT)]
+        if isinstance(p, dict) and "mkdocstrings" in p:
+            h = p["mkdocstrings"]["handlers"]["python"]; h["paths"] = [str(ROOT)]
+            opts = h.setdefault("options", {})          # griffe extensions given as files of the checkout
+            opts["extensions"] = [str(ROOT / e) if isinstance(e, str) and e.endswith(".py") else e
+                                  for e in opts.get("extensions", [])]
     cfg.update(docs_dir=str(src), site_dir=str(site_dir), nav=nav(stems))
     gen.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
     r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(gen)], cwd=ROOT,
@@ -499,7 +503,8 @@ SCREENSHOTS = [("home", "index.html", None), ("quickstart", "quickstart.html", N
                ("tutorial_math", "80_tutorial.html", "div.arithmatex"), ("tutorial_plot", "80_tutorial.html", ".nb-figure"),
                ("megrag", "10_megrag.html", "div.arithmatex"), ("megrag_outputs", "10_megrag.html", ".nb-figure"),
                ("evireform", "20_evireform.html", ".nb-text"), ("cara", "30_cara.html", ".nb-text"),
-               ("megrag_tables", "50_megrag_tables.html", ".nb-output"), ("megrag_figures", "51_megrag_figures.html", ".nb-figure"),
+               ("megrag_tables", "50_megrag_tables.html", "#table-1-main-results ~ .nb-output:not(.nb-text)"), ("megrag_figures", "51_megrag_figures.html", ".nb-figure"),
+               ("megrag_fig6", "51_megrag_figures.html", "#figure-6-latency-against-f1-per-method ~ .nb-figure"),
                ("evireform_figures", "52_evireform_tables.html", ".nb-figure"), ("cara_figures", "53_cara_tables.html", ".nb-figure"),
                ("figures", "figures.html", "img"), ("explorer", "explorer.html#q11", None),
                ("explorer_edges", "explorer.html#q11", ".mkg-question:not([hidden]) .mkg-edge"), ("api", "00_core.html", ".doc-heading")]
