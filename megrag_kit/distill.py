@@ -400,9 +400,10 @@ EXAMPLE_KINDS = ("trajectory", "hop")   # the kinds of examples `distill collect
 
 @dataclass
 class TrainConfig:
-    """Hyperparameters of `train`. The defaults fit a 2-core CPU: 100 steps of 4 examples (~1,000 tokens each) took
-    1,561 s (15.6 s per step, fp32, 2 threads) on the MuSiQue gold-teacher file; bf16 autocast is slower on a CPU
-    without AVX-512/AMX. `steps` optimizer steps of `batch` examples, AdamW at `lr`; LoRA of rank `rank` (scale
+    """Hyperparameters of `train`. The defaults fit a 2-core CPU: a step of 4 examples (~1,100 tokens each) took 8 to
+    10 s (fp32, 2 threads, the machine otherwise quiet), so the default 100 steps take about 15 minutes and the
+    shipped student's 200 about half an hour; bf16 autocast is slower on a CPU without AVX-512/AMX. `steps` optimizer
+    steps of `batch` examples, AdamW at `lr`; LoRA of rank `rank` (scale
     `alpha`) on the attention projections of the top `layers` decoder layers (0: all); `kinds`: the example kinds
     trained on, comma-separated (`trajectory`: the steps of whole gold trajectories; `hop`: each hop as its own
     one-step question, which always stops at its first step); sequences over `max_len` tokens left out and counted;
