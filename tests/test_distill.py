@@ -212,7 +212,7 @@ def test_five_lora_steps_lower_the_loss_and_the_adapter_reloads(musique, tmp_pat
     with JsonlAppender(data) as log:
         for r in recs: log.write(dict(r, examples=r["examples"][-1:]))
     man = train(data, tmp_path / "student", cfg=TrainConfig(steps=5, batch=1, lr=2e-3, rank=2, alpha=4, max_len=1024, val_frac=0.0,
-                                                             save_every=5), progress=False)
+                                                             save_every=5, kinds="trajectory,hop"), progress=False)
     assert man["losses"][-1] < man["losses"][0] and man["steps"] == 5 and man["train_examples"] == 1
     st = load_student(f"smollm2-135m+lora:{tmp_path / 'student'}", device="cpu", cache=False)
     base_id, _, adapter = st.model_id.partition("+lora@")          # the base's identity, then the adapter's own hash
@@ -377,7 +377,9 @@ def test_same_seed_and_data_give_the_same_adapter_hash_and_a_resumed_run_matches
     data = tmp_path / "ex.jsonl"
     with JsonlAppender(data) as log:
         for r in recs: log.write(r)
-    cfg = lambda steps: TrainConfig(steps=steps, batch=2, rank=2, alpha=4, val_frac=0.0, save_every=1, layers=2)
+    # hashed vectors retrieve nearly at random, so few whole trajectories are grounded: train on every kind collected
+    cfg = lambda steps: TrainConfig(steps=steps, batch=2, rank=2, alpha=4, val_frac=0.0, save_every=1, layers=2,
+                                    kinds="trajectory,hop")
     a = train(data, tmp_path / "a", cfg=cfg(4), progress=False)
     b = train(data, tmp_path / "b", cfg=cfg(4), progress=False)
     assert a["adapter_sha256"] == b["adapter_sha256"] == adapter_hash(tmp_path / "a") and a["losses"] == b["losses"]
