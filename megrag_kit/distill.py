@@ -160,21 +160,19 @@ def gold_decision(q: Question, hops: list[tuple[str, str]], k: int, query: str, 
     the top passage selected, since a node needs one unit). `None` when hop `k`'s own sub-question did not surface its
     answer: the trajectory cannot be grounded."""
     sub, b = hops[k]
-    cap = min(2, cfg.max_selected)
-    sel = gold_selection(cands, b, levels, cap, cfg.passage_chars, cfg.sentence_chars)
-    path = " -> ".join(a for _, a in hops[:k + (sel is not None)])
+    sel = gold_selection(cands, b, levels, min(2, cfg.max_selected), cfg.passage_chars, cfg.sentence_chars)
     if sel is None:
         if query == sub or not cands.passages: return None
-        level, ids, nq, b, k2 = levels[-1], [cands.passages[0][0]], sub, "", k
-    elif k + 1 == len(hops):
-        (level, ids), k2 = sel, k + 1
+        (level, ids), b, k2 = (levels[-1], [cands.passages[0][0]]), "", k
+    else: (level, ids), k2 = sel, k + 1
+    path = " -> ".join(a for _, a in hops[:k2])
+    if k2 == len(hops):
         o = dict(intermediate_answer=b, resolved_path=path, stop=True, answer=q.answers[0], missing="none",
                  next_query="", relation="")
-        if not with_relation: o.pop("relation")
-        return {"level": level, "selected": ids, **o}, k2
-    else: (level, ids), nq, k2 = sel, hops[k + 1][0], k + 1
-    o = dict(intermediate_answer=b, resolved_path=path, stop=False, answer="", missing=f"the answer to: {nq}"[:119],
-             next_query=nq, relation=(_relation(nq, b) if b else f"first the part: {nq}"[:99]) if with_relation else "")
+    else:
+        nq = hops[k2][0]
+        o = dict(intermediate_answer=b, resolved_path=path, stop=False, answer="", missing=f"the answer to: {nq}"[:119],
+                 next_query=nq, relation=_relation(nq, b) if b else f"first the part: {nq}"[:99])
     if not with_relation: o.pop("relation")
     return {"level": level, "selected": ids, **o}, k2
 
