@@ -510,3 +510,7 @@ def explore(run: Path = typer.Argument(..., help="a run folder (megrag-kit run .
     out.write_text(explore_html(view), encoding="utf-8")
     typer.echo(f"wrote {out}: {len(view)} questions of {view.name}"
                + ("" if view.passages is not None else " (corpus not found: units listed without their passages)"))
+
+# %% ../nbs/99_cli.ipynb #98b43691
+# run as `python -m megrag_kit.cli` (in a notebook `__name__` is "__main__" too, but no module spec names this one)
+if __name__ == "__main__" and getattr(globals().get("__spec__"), "name", None) == "megrag_kit.cli": main()
