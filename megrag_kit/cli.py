@@ -208,9 +208,11 @@ def index(dataset: str = typer.Option("demo"),
 # %% ../nbs/99_cli.ipynb #0848d7ca
 @app.command()
 @friendly
-def compare(run_a: Path, run_b: Path, metric: list[str] = typer.Option(["f1", "em"])):
-    "Paired bootstrap (10,000 resamples, seed 0) of run A minus run B, per metric, on the questions both answered."
-    for m, r in compare_runs(run_a, run_b, metric).items():
+def compare(run_a: Path, run_b: Path, metric: list[str] = typer.Option(["f1", "em"]),
+            common: bool = typer.Option(False, help="pair over the questions both answered (runs of other --limit)")):
+    """Paired bootstrap (10,000 resamples, seed 0) of run A minus run B, per metric, on the questions both answered
+    (the same questions, unless --common)."""
+    for m, r in compare_runs(run_a, run_b, metric, common).items():
         typer.echo(f"{m}: {run_a.name} - {run_b.name} = {r['diff']:+.2f}  95% CI [{r['lo']:+.2f}, {r['hi']:+.2f}]  "
                    f"(n={r['n']}, P(diff<=0)={r['p_le_0']:.4f})")
 

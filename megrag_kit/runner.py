@@ -412,33 +412,37 @@ def format_summary(s: dict, legend: bool = True) -> str:
     return "\n".join(lines)
 
 # %% ../nbs/90_runner.ipynb #eae2e3ca
-def _same_questions(a: Path, b: Path, ra: dict, rb: dict):
-    "`ValueError` naming the difference unless the two runs' rows hold the same question ids, with the same texts."
+def _same_questions(a: Path, b: Path, ra: dict, rb: dict, common: bool = False):
+    """`ValueError` naming the difference unless the two runs' rows hold the same question ids (with `common`: at least
+    one shared id), with the same texts."""
     na, nb = a.name or str(a), b.name or str(b)
     if na == nb: na, nb = str(a), str(b)
     if not ra or not rb: raise ValueError(f"nothing to compare: {a if not ra else b} has no predictions")
     only_a, only_b = [k for k in ra if k not in rb], [k for k in rb if k not in ra]
+    if common and len(only_a) < len(ra): only_a = only_b = []          # pairs over the shared ids only
     if only_a or only_b:
         def show(ids):
             if not ids: return "none"
             return ", ".join(map(str, ids[:5])) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
         raise ValueError(f"{a} and {b} answered other questions (only in {na}: {show(only_a)}; only in {nb}: "
                          f"{show(only_b)}): a paired comparison needs the same questions; run both on the same dataset "
-                         "and --limit")
-    for k in ra:
+                         "and --limit" + ("" if common else ", or pair over the shared ones (--common; the common "
+                                                            "argument)"))
+    for k in (k for k in ra if k in rb):
         if ra[k].get("question") != rb[k].get("question"):
             raise ValueError(f"{a} and {b} are not runs of the same questions: question {k} differs: "
                              f"{ra[k].get('question')!r} in {na}, {rb[k].get('question')!r} in {nb}")
 
-def compare_runs(a, b, metrics=("f1", "em")) -> dict:
+def compare_runs(a, b, metrics=("f1", "em"), common: bool = False) -> dict:
     """Paired bootstrap (10,000 resamples, seed 0) of run folder `a` minus run folder `b`, per metric, x100, over the
     questions both answered (a failed row has no score and is left out): `{metric: {n, diff, lo, hi, p_le_0}}`.
-    `ValueError` naming the difference when the runs do not hold the same question ids, or an id's question text
-    differs (runs of two datasets that reuse ids), or a folder has no predictions."""
+    `ValueError` naming the difference when the runs do not hold the same question ids (with `common=True`: share
+    none; the pairs are then the shared ids, e.g. the first 32 questions of a 200-question run beside a 32-question
+    one), or an id's question text differs (runs of two datasets that reuse ids), or a folder has no predictions."""
     a, b = Path(a), Path(b)
     ra = {r["id"]: r for r in read_predictions(a / "predictions.jsonl")}
     rb = {r["id"]: r for r in read_predictions(b / "predictions.jsonl")}
-    _same_questions(a, b, ra, rb)
+    _same_questions(a, b, ra, rb, common)
     out = {}
     for m in metrics:
         res = paired_bootstrap({k: 100 * r[m] for k, r in ra.items() if m in r},

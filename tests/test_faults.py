@@ -201,6 +201,19 @@ def test_compare_refuses_runs_over_other_questions_naming_the_difference(tmp_pat
     r = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "c")])
     assert r.exit_code != 0 and "only in a: 2" in r.output and "only in c: 3" in r.output and "n=" not in r.output, r.output
     assert compare_runs(tmp_path / "a", tmp_path / "a")["f1"]["n"] == 2
+    # common=True pairs over the shared ids (question 1 only: a says France, right; c says France, right)
+    cc = compare_runs(tmp_path / "a", tmp_path / "c", ("f1", "em"), common=True)
+    assert cc["f1"]["n"] == 1 and cc["f1"]["diff"] == 0.0, cc
+    r = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "c"), "--common"])
+    assert r.exit_code == 0 and "(n=1," in r.output, r.output
+    with pytest.raises(ValueError, match="question 1 differs"):     # a shared id must still be the same question
+        compare_runs(tmp_path / "a", tmp_path / "b", common=True)
+    d = _questions(tmp_path / "d.json", [("7", "Where is Oslo?", "Norway")])
+    ds = load_dataset(str(d))
+    run(build_method("direct", {}, Resources(ds, ScriptedLLM(lambda p: "France"), None)), ds, tmp_path / "d",
+        show_progress=False)
+    with pytest.raises(ValueError, match="answered other questions"):  # nothing shared: nothing to pair
+        compare_runs(tmp_path / "a", tmp_path / "d", common=True)
 
 
 # -- request fields a server refuses
