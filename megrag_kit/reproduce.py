@@ -392,9 +392,10 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     notebook that fails raises `ExperimentError` naming the error and its executed copy (kept, up to the failing
     cell).
 
-    After a full run (every experiment) the figures are copied (`publish_figures`) to `figures_dir`; by default, for
-    the `demo` profile written to its default folder, to `figures/reproduce-demo/` of the repository (the README and
-    the documentation link them from there); `figures_dir=False` copies nothing."""
+    After the run the figures folder of `out` is copied (`publish_figures`) to `figures_dir`; by default, for the
+    `demo` profile written to its default folder (every experiment or those in `only`: the folder keeps the other
+    experiments' figures, so the copy is still the whole reproduction), to `figures/reproduce-demo/` of the
+    repository (the README and the documentation link them from there); `figures_dir=False` copies nothing."""
     import papermill as pm
     if profile not in PROFILES: raise ValueError(f"unknown profile {profile!r}; one of {list(PROFILES)}")
     names = list(only or EXPERIMENTS)
@@ -412,7 +413,7 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
             if progress: print(f"[{i}/{len(names)}] {n}: parameters valid ({done[n]['wall_s']} s)", flush=True)
             continue
         done[n] = _execute(pm, n, src, p, out, root, kernel, progress, f"[{i}/{len(names)}]")
-    if figures_dir is None and profile == "demo" and out == default_out(profile) and not only:
+    if figures_dir is None and profile == "demo" and out == default_out(profile):
         figures_dir = root / "figures" / f"reproduce-{profile}"
     if figures_dir and not check:
         copied = publish_figures(out / "figures", figures_dir)
