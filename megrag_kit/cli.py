@@ -465,12 +465,15 @@ def experiment_run(file: Path = typer.Argument(..., help="an experiment file (TO
                    ray: bool = typer.Option(False, help="run the runs as Ray tasks (the cell runner of `scale grid`)"),
                    workers: int = typer.Option(2, min=1, help="runs in flight on Ray"),
                    address: str = typer.Option(None, help="a Ray cluster to join; default: a local instance"),
-                   dry_run: bool = typer.Option(False, help="check the file and print each run's state; run nothing")):
+                   dry_run: bool = typer.Option(False, help="check the file and print each run's state; run nothing"),
+                   run: list[str] = typer.Option(None, "--run", help="only this run (repeatable): split an "
+                                                 "experiment's runs between processes; the reports wait for all")):
     """Run an experiment file: its steps, every run not complete (a complete one is skipped, an unfinished one
-    resumes), then its reports. Exit status 1 when a run or a step failed."""
+    resumes), then its reports. `--run NAME` (repeatable) runs only those runs, so two processes can share the cores:
+    the reports are rendered once every run is complete. Exit status 1 when a run or a step failed."""
     from megrag_kit.experiment import ExperimentFileError, run_experiment
     if ray and not dry_run: _need_ray()
-    try: cells = run_experiment(file, limit, ray, workers, address, dry_run)
+    try: cells = run_experiment(file, limit, ray, workers, address, dry_run, only=run)
     except (ExperimentFileError, RuntimeError) as e: typer.echo(f"Error: {e}", err=True); raise typer.Exit(1)
     for c in cells: typer.echo(f"{c['state']:8s} {c['out']}" + (f"  {c['error']}" if c.get("error") else ""))
 

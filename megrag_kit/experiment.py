@@ -5,7 +5,7 @@
 # %% ../nbs/97_experiment.ipynb #0a76519b
 from __future__ import annotations
 import itertools, json, re, subprocess, tomllib
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from .index import StoreOptions
 from .method import ConfigError, get_method
@@ -264,15 +264,27 @@ def _steps(spec, stage: str, show_progress: bool):
             raise RuntimeError(f"{spec.path}: step {' '.join(s['command'])} failed with exit status {r.returncode}")
 
 def run_experiment(path, limit: int | None = None, ray: bool = False, workers: int = 2, address: str | None = None,
-                   dry_run: bool = False, show_progress: bool = True) -> list[dict]:
+                   dry_run: bool = False, show_progress: bool = True, only: list[str] | None = None) -> list[dict]:
     """Run an experiment file: its `before` steps, every run whose folder is not complete (locally one after the
     other, or with `ray=True` as Ray tasks, `workers` at once; the same cell runner as `megrag-kit scale grid`), its
     `after` steps, then its reports (`render_reports`). A complete run folder is skipped, an unfinished one resumes.
     `dry_run=True` only plans: it checks the file and tells each run's state. Returns the cells (`state`: `complete`,
     `todo`, `done` with `summary`, `error` with `error`, `other run: ...`). `ExperimentFileError` for a bad file or
     (when not a dry run) a folder holding a run of other settings; `RuntimeError` when a step or a run fails (the
-    other runs still ran)."""
+    other runs still ran).
+
+    `only` (run names): run just those (the `before` steps still run when their files are missing), so that two
+    processes can share a machine's cores by splitting an experiment's runs between them; the reports are rendered
+    only once every run of the file is complete. Returns only those runs' cells. `ExperimentFileError` for a name
+    the file does not have."""
     spec = load_experiment(path, limit)
+    if only:
+        names = [r["name"] for r in spec.runs]
+        if missing := [n for n in only if n not in names]:
+            raise ExperimentFileError(f"{spec.path}: no run named {', '.join(map(repr, missing))}; its runs: "
+                                      + ", ".join(names))
+        keep = [r for r in spec.runs if r["name"] in only]
+        spec, rest = replace(spec, runs=keep), spec
     cells, jobs = experiment_jobs(spec)
     other = [c for c in cells if c["state"].startswith("other run")]
     if dry_run: return cells
@@ -286,6 +298,9 @@ def run_experiment(path, limit: int | None = None, ray: bool = False, workers: i
     bad = [c for c in cells if c["state"] == "error"]
     if bad: raise RuntimeError(f"{spec.path}: {len(bad)} run(s) failed: "
                                + "; ".join(f"{c['out']}: {c['error']}" for c in bad))
+    if only:                                        # the reports, once the other processes' runs are done too
+        if any(c["state"] != "complete" for c in experiment_jobs(rest)[0]): return cells
+        spec = rest
     _steps(spec, "after", show_progress)
     render_reports(spec)
     return cells
