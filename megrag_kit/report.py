@@ -10,7 +10,7 @@ from pathlib import Path
 from .method import METHODS, Method, discover
 from .metrics import paired_bootstrap
 from .reader import answer_options
-from .runner import read_predictions, summarize
+from .runner import check_same_texts, read_predictions, summarize
 
 # %% auto #0
 __all__ = ['load_summary', 'RunRows', 'load_runs', 'restrict_common', 'runs_from_scores', 'save_scores', 'cell', 'runs_table',
@@ -174,12 +174,6 @@ def _find(runs, name) -> RunRows:
             return r
     raise KeyError(f"{name!r} is none of the runs: {', '.join(r.name for r in runs)}")
 
-def _same_texts(a: RunRows, b: RunRows):
-    bad = [q for q in a.rows
-           if q in b.rows and "question" in a.rows[q] and a.rows[q].get("question") != b.rows[q].get("question")]
-    if bad: raise ValueError(f"{a.name} and {b.name} are not runs of the same questions: question {bad[0]} differs: "
-                             f"{a.rows[bad[0]]['question']!r} in {a.name}, {b.rows[bad[0]].get('question')!r} "
-                             f"in {b.name}")
 
 # %% ../nbs/91_report.ipynb #41c48100
 def contrasts(runs, against=(), pairs=(), metrics=None, common: bool = False) -> list[dict]:
@@ -195,7 +189,7 @@ def contrasts(runs, against=(), pairs=(), metrics=None, common: bool = False) ->
     todo += [(_find(runs, a), _find(runs, b)) for a, b in pairs]
     out = []
     for a, b in todo:
-        _same_texts(a, b)
+        check_same_texts(a.rows, b.rows, a.name, b.name)
         n = len(set(a.rows) & set(b.rows))
         if not n: continue                                         # nothing to pair (a run not started yet)
         same = a.method is b.method and a.folder is not None and b.folder is not None  # scores carry no settings

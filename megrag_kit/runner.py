@@ -19,7 +19,7 @@ from .method import Method
 # %% auto #0
 __all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'FAST_SETTINGS', 'SUMMARY_LEGEND', 'score', 'summarize', 'read_predictions', 'versions',
            'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'estimate_calls', 'latency_basis', 'run',
-           'format_summary', 'compare_runs']
+           'format_summary', 'check_same_texts', 'compare_runs']
 
 # %% ../nbs/90_runner.ipynb #d6a8652b
 RETRIEVAL_KS = (1, 2, 5, 10, 20)
@@ -428,9 +428,15 @@ def _same_questions(a: Path, b: Path, ra: dict, rb: dict, common: bool = False):
                          f"{show(only_b)}): a paired comparison needs the same questions; run both on the same dataset "
                          "and --limit" + ("" if common else ", or pair over the shared ones (--common; the common "
                                                             "argument)"))
+    check_same_texts(ra, rb, na, nb)
+
+def check_same_texts(ra: dict, rb: dict, na: str, nb: str) -> None:
+    """`ValueError` when a question id that both runs' rows hold (`{id: row}`, `na` and `nb` their names) has a
+    different question text in each: two runs of different datasets that reuse ids must not be paired. A row without
+    a `question` field is not checked."""
     for k in (k for k in ra if k in rb):
-        if ra[k].get("question") != rb[k].get("question"):
-            raise ValueError(f"{a} and {b} are not runs of the same questions: question {k} differs: "
+        if "question" in ra[k] and ra[k].get("question") != rb[k].get("question"):
+            raise ValueError(f"{na} and {nb} are not runs of the same questions: question {k} differs: "
                              f"{ra[k].get('question')!r} in {na}, {rb[k].get('question')!r} in {nb}")
 
 def compare_runs(a, b, metrics=("f1", "em"), common: bool = False) -> dict:
