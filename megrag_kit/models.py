@@ -14,13 +14,14 @@ from .core import cache_dir, check_device, resolve_device, stable_hash
 
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS_END', 'MODEL_FILES', 'SMOLLM2_GGUF', 'RESPONSE_FORMATS', 'TOKEN_FIELDS', 'MODEL_SPECS', 'LLM_OPTIONS',
-           'EMBEDDER_DTYPES', 'LLAMACPP_SUFFIX', 'Generation', 'Cost', 'cost_phase', 'CostMeter', 'cacheable',
-           'LLMCache', 'split_reasoning', 'as_messages', 'cut_at_stop', 'cut_special_tokens', 'StructuredOutputError',
-           'ModelCallError', 'ChatModel', 'file_sha256', 'model_identity', 'smollm2_path', 'HFChatModel', 'proxy_for',
-           'fold_system', 'OpenAIChatModel', 'parse_json', 'json_present', 'parse_structured', 'structured', 'Embedder',
-           'minilm_path', 'STEmbedder', 'OpenAIEmbedder', 'spec_forms', 'spec_table', 'check_llm_options',
-           'check_model_spec', 'load_llm', 'load_embedder', 'ModelOptions', 'gguf_file', 'anchored_patterns',
-           'LlamaCppChatModel', 'adapter_hash', 'load_student']
+           'EMBEDDER_DTYPES', 'LLAMACPP_SUFFIX', 'GGUF_LORA_TENSORS', 'Generation', 'Cost', 'cost_phase', 'CostMeter',
+           'cacheable', 'LLMCache', 'split_reasoning', 'as_messages', 'cut_at_stop', 'cut_special_tokens',
+           'StructuredOutputError', 'ModelCallError', 'ChatModel', 'file_sha256', 'model_identity', 'smollm2_path',
+           'HFChatModel', 'proxy_for', 'fold_system', 'OpenAIChatModel', 'parse_json', 'json_present',
+           'parse_structured', 'structured', 'Embedder', 'minilm_path', 'STEmbedder', 'OpenAIEmbedder', 'spec_forms',
+           'spec_table', 'check_llm_options', 'check_model_spec', 'load_llm', 'load_embedder', 'ModelOptions',
+           'gguf_file', 'anchored_patterns', 'LlamaCppChatModel', 'adapter_hash', 'rope_permute', 'lora_to_gguf',
+           'load_student']
 
 # %% ../nbs/02_models.ipynb #639aa653
 @dataclass
@@ -963,7 +964,8 @@ MODEL_SPECS = (  # (form, kinds it names, where it is accepted, what it loads): 
     ("SPEC@llamacpp", ("llm",), "everywhere",
      "a local LLM spec above, or `/path/model.gguf`, as a GGUF run by llama.cpp (`LlamaCppChatModel`)"),
     ("BASE+lora:PATH", ("llm",), "everywhere",
-     "a distilled student: the LLM spec BASE with the LoRA adapter in PATH merged in (`load_student`)"),
+     "a distilled student: the LLM spec BASE with the LoRA adapter in PATH (merged in; for a llama.cpp BASE such "
+     "as `smollm2-135m@llamacpp`, applied at run time) (`load_student`)"),
     ("SPEC@bf16", ("embedder",), "everywhere", "a local embedder spec above in bfloat16 (`@fp16`: float16)"),
     ("py:module:Name", ("llm", "embedder"), "reproduce",
      "`Name()` from an importable module: a stand-in model of your own (experiment parameters of `reproduce` only)"),
@@ -1018,7 +1020,8 @@ def check_llm_options(spec: str, options: dict | None) -> dict:
     """`options` for the LLM `spec`, checked against `LLM_OPTIONS` before anything loads: values given as strings
     (from the command line) are read as JSON where the type asks for it. `ValueError` naming the option for an
     unknown name, a wrong type, a value out of range or an option the backend does not take."""
-    backend = "openai" if spec.startswith("openai:") else "llamacpp" if spec.endswith("@llamacpp") else "hf"
+    base = spec.partition("+lora:")[0]                     # a student runs on its base model's backend
+    backend = "openai" if base.startswith("openai:") else "llamacpp" if base.endswith("@llamacpp") else "hf"
     out = {}
     for k, v in (options or {}).items():
         if k not in LLM_OPTIONS: raise ValueError(f"unknown LLM option {k!r}; known: {sorted(LLM_OPTIONS)}")
@@ -1182,11 +1185,12 @@ class LlamaCppChatModel(ChatModel):
     `batch_size`: prompts per cache write (llama.cpp decodes one sequence at a time; the KV cache of the prefix a
     prompt shares with the previous one is reused, so keep prompts with a common few-shot prefix together);
     `name`: the model name in `model_id`, which is `name@<12 hex>` of the GGUF's sha256, its chat template and the
-    backend. JSON schemas become GBNF grammars (`LlamaGrammar.from_json_schema`, patterns anchored by
+    backend; `lora`: a llama.cpp LoRA adapter GGUF (`lora_to_gguf`) applied on top of the model (its sha256 joins the
+    hash). JSON schemas become GBNF grammars (`LlamaGrammar.from_json_schema`, patterns anchored by
     `anchored_patterns`), compiled once per schema.
     `ImportError` saying how to install it when `llama-cpp-python` is missing."""
     def __init__(self, path, device: str = "auto", n_threads: int | None = None, n_ctx: int = 4096, batch_size: int = 8,
-                 name: str | None = None, cache=True, think_tokens: int = 0, seed: int = 0):
+                 name: str | None = None, cache=True, think_tokens: int = 0, seed: int = 0, lora=None):
         super().__init__(cache, think_tokens)
         try: import llama_cpp
         except ImportError:
@@ -1201,7 +1205,7 @@ class LlamaCppChatModel(ChatModel):
         gpu = resolve_device(device).startswith("cuda")
         self.llm = llama_cpp.Llama(model_path=str(self.path), n_ctx=n_ctx, n_threads=self.n_threads,
                                    n_threads_batch=self.n_threads, n_gpu_layers=-1 if gpu else 0, seed=seed,
-                                   verbose=False)
+                                   lora_path=None if lora is None else str(lora), verbose=False)
         meta = self.llm.metadata
         template = meta.get("tokenizer.chat_template")
         if not template: raise ValueError(f"{self.path} has no chat template (tokenizer.chat_template) in its metadata")
@@ -1209,7 +1213,8 @@ class LlamaCppChatModel(ChatModel):
         self._format = Jinja2ChatFormatter(template, eos_token=tok("tokenizer.ggml.eos_token_id"),
                                            bos_token=tok("tokenizer.ggml.bos_token_id"), add_generation_prompt=True)
         self.model_id = f"{name or 'llamacpp:' + self.path.stem}@" + stable_hash(
-            {"gguf": file_sha256(self.path), "chat_template": template, "backend": "llama.cpp"})[:12]
+            {"gguf": file_sha256(self.path), "chat_template": template, "backend": "llama.cpp",
+             **({"lora": file_sha256(lora)} if lora is not None else {})})[:12]
         self._grammars: dict = {}
         self._call_lock = threading.Lock()
 
@@ -1264,17 +1269,87 @@ def adapter_hash(path) -> str:
     for f in files: h.update(f.name.encode()); h.update(f.read_bytes())
     return h.hexdigest()
 
+# %% ../nbs/02_models.ipynb #a77b63f3
+GGUF_LORA_TENSORS = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                     "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+                     "mlp.down_proj": "ffn_down"}
+
+def rope_permute(w: np.ndarray, n_head: int) -> np.ndarray:
+    """The rows of a Llama query or key projection `w` (`out x in`, or `out x rank` for a LoRA `B`) in llama.cpp's
+    order: per head, the two rotary halves interleaved (`n_head`: the query heads, or the key-value heads for the
+    key projection). `ValueError` when `out` does not split into `n_head` heads of an even size."""
+    if w.shape[0] % (2 * n_head): raise ValueError(f"{w.shape[0]} rows do not split into {n_head} heads of pairs")
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+def _gguf_field(reader, key: str):
+    if key not in reader.fields: raise ValueError(f"{reader.path}: no {key} in the GGUF metadata")
+    return reader.fields[key].contents()
+
+def lora_to_gguf(adapter, base_gguf, out) -> Path:
+    """Write the PEFT LoRA adapter in the folder `adapter` (`adapter_config.json`, `adapter_model.safetensors`) as a
+    llama.cpp LoRA adapter GGUF at `out`, for the base model `base_gguf` (its architecture and head counts are read
+    from the GGUF's metadata). Tensors are float32: `blk.<i>.<attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|
+    ffn_down>.weight.lora_a` (`rank x in` in PEFT's layout) and `.lora_b` (`out x rank`; rows reordered by
+    `rope_permute` for a Llama query or key projection). Returns `out` (written whole or not at all).
+    `ValueError` naming the file and field for what llama.cpp cannot apply: a non-LoRA adapter, DoRA, rsLoRA,
+    fan-in-fan-out weights, trained biases, or a module outside `GGUF_LORA_TENSORS`; `FileNotFoundError` without the
+    adapter's files."""
+    import gguf
+    from safetensors.numpy import load_file
+    adapter, out = Path(adapter), Path(out)
+    cf, wf = adapter / "adapter_config.json", adapter / "adapter_model.safetensors"
+    for f in (cf, wf):
+        if not f.exists(): raise FileNotFoundError(f"{f}: missing (a PEFT LoRA adapter folder holds both files)")
+    cfg = json.loads(cf.read_text())
+    for k, ok in (("peft_type", cfg.get("peft_type") == "LORA"), ("use_dora", not cfg.get("use_dora")),
+                  ("use_rslora", not cfg.get("use_rslora")), ("fan_in_fan_out", not cfg.get("fan_in_fan_out")),
+                  ("bias", cfg.get("bias", "none") == "none")):
+        if not ok: raise ValueError(f"{cf}: {k} = {cfg.get(k)!r}: llama.cpp applies plain LoRA only")
+    base = gguf.GGUFReader(str(base_gguf))
+    arch = _gguf_field(base, "general.architecture")
+    heads = {"attn_q": _gguf_field(base, f"{arch}.attention.head_count"),
+             "attn_k": _gguf_field(base, f"{arch}.attention.head_count_kv")}
+    pat = re.compile(r"layers\.(\d+)\.(\w+\.\w+)\.lora_([AB])\.weight$")
+    tensors = {}
+    for name, w in sorted(load_file(str(wf)).items()):
+        m = pat.search(name)
+        if m is None or m.group(2) not in GGUF_LORA_TENSORS:
+            raise ValueError(f"{wf}: tensor {name!r}: llama.cpp takes LoRA on {', '.join(GGUF_LORA_TENSORS)} only")
+        t = GGUF_LORA_TENSORS[m.group(2)]
+        w = w.astype(np.float32)
+        if m.group(3) == "B" and arch == "llama" and t in heads: w = rope_permute(w, heads[t])
+        tensors[f"blk.{m.group(1)}.{t}.weight.lora_{m.group(3).lower()}"] = np.ascontiguousarray(w)
+    tmp = out.with_name(out.name + ".part")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    w = gguf.GGUFWriter(str(tmp), arch)
+    w.add_type(gguf.GGUFType.ADAPTER)
+    w.add_string(gguf.Keys.Adapter.TYPE, "lora")
+    w.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(cfg["lora_alpha"]))
+    for name, t in tensors.items(): w.add_tensor(name, t)
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    tmp.replace(out)
+    return out
+
 # %% ../nbs/02_models.ipynb #b08b8f72
-def load_student(spec: str, device: str = "auto", **kw) -> HFChatModel:
-    """A `BASE+lora:PATH` spec as an `HFChatModel`: `BASE` loaded by `load_llm`, the LoRA adapter in `PATH` merged in
-    (`peft`), `model_id = '<base id>+lora@<adapter hash[:12]>'`, and `openie_llm` the untouched base model (for the
-    triple view). `ValueError` for a spec without `+lora:`; `FileNotFoundError` for a folder without an adapter."""
+def load_student(spec: str, device: str = "auto", **kw) -> ChatModel:
+    """A `BASE+lora:PATH` spec as a `ChatModel`: `BASE` loaded by `load_llm` with the LoRA adapter in `PATH` on top,
+    `model_id = '<base id>+lora@<adapter hash[:12]>'`, and `openie_llm` the untouched base model (for the triple
+    view). A transformers base (`smollm2-135m`, `hf:/path`) gets the adapter merged into its weights (`peft`); a
+    llama.cpp base (`smollm2-135m@llamacpp`, `/path/model.gguf@llamacpp`) gets it as a llama.cpp adapter, converted
+    once by `lora_to_gguf` and kept in the cache folder. `ValueError` for a spec without `+lora:` or an adapter
+    llama.cpp cannot take; `FileNotFoundError` for a folder without an adapter."""
     base_spec, sep, path = spec.partition("+lora:")
     if not sep or not path: raise ValueError(f"expected BASE+lora:PATH, got {spec!r}")
     h = adapter_hash(path)
-    m = load_llm(base_spec, device, **kw)
     openie = load_llm(base_spec, device, **kw)
-    from peft import PeftModel
-    m.model = PeftModel.from_pretrained(m.model, path).merge_and_unload().eval()
-    m.model_id, m.openie_llm, m.adapter = f"{m.model_id}+lora@{h[:12]}", openie, str(Path(path).resolve())
+    if base_spec.endswith(LLAMACPP_SUFFIX):
+        gguf_base, name = _llamacpp_target(base_spec)
+        lora = cache_dir("adapters") / f"{h[:16]}-{file_sha256(gguf_base)[:12]}.gguf"
+        if not lora.exists(): lora_to_gguf(path, gguf_base, lora)
+        m = LlamaCppChatModel(gguf_base, device, name=name, lora=lora, **kw)
+    else:
+        m = load_llm(base_spec, device, **kw)
+        from peft import PeftModel
+        m.model = PeftModel.from_pretrained(m.model, path).merge_and_unload().eval()
+    m.model_id, m.openie_llm, m.adapter = f"{openie.model_id}+lora@{h[:12]}", openie, str(Path(path).resolve())
     return m
