@@ -1158,13 +1158,28 @@ def _llamacpp_target(spec: str) -> tuple[Path, str]:
     return f, f"llamacpp:{f.stem}"
 
 # %% ../nbs/02_models.ipynb #03ffb133
+def _escapes_as_classes(p: str) -> str:
+    "`p` with each `\\X` (X a regex metacharacter, outside `[...]`) written `[X]`; other escapes and classes kept."
+    out, i, in_class = [], 0, False
+    while i < len(p):
+        c = p[i]
+        if c == "\\" and i + 1 < len(p):
+            nxt = p[i + 1]
+            out.append(f"[{nxt}]" if not in_class and nxt in ".()*+?|{}$/" else c + nxt); i += 2; continue
+        if c == "[" and not in_class: in_class = True
+        elif c == "]" and in_class: in_class = False
+        out.append(c); i += 1
+    return "".join(out)
+
 def anchored_patterns(schema):
     """A copy of a JSON schema (dict/list, any depth) whose every string `pattern` is anchored, `^...$`.
 
     The kit's schemas mean a pattern as a full match (outlines reads them so); llama.cpp's schema-to-grammar
     converter refuses a pattern without both anchors (`AssertionError`), so its backend anchors them first: `p`
     becomes `^(p)$` (an anchor `p` already had is dropped first), the group making the anchors bind a whole
-    alternation."""
+    alternation. A backslash-escaped metacharacter outside a character class becomes a one-character class
+    (`\\.` becomes `[.]`, the same language): llama.cpp's converter copies the escape into a grammar string literal,
+    which its grammar parser refuses ("unknown escape"), and the process then crashed at the first constrained call."""
     if isinstance(schema, list): return [anchored_patterns(x) for x in schema]
     if not isinstance(schema, dict): return schema
     out = {k: anchored_patterns(v) for k, v in schema.items()}
@@ -1172,7 +1187,7 @@ def anchored_patterns(schema):
     if isinstance(p, str):
         core = p.removeprefix("^")
         if core.endswith("$") and not core.endswith("\\$"): core = core[:-1]
-        out["pattern"] = f"^({core})$"
+        out["pattern"] = f"^({_escapes_as_classes(core)})$"
     return out
 
 # %% ../nbs/02_models.ipynb #e33d6737
@@ -1269,7 +1284,7 @@ def adapter_hash(path) -> str:
     for f in files: h.update(f.name.encode()); h.update(f.read_bytes())
     return h.hexdigest()
 
-# %% ../nbs/02_models.ipynb #a77b63f3
+# %% ../nbs/02_models.ipynb #81290d3f
 GGUF_LORA_TENSORS = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
                      "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
                      "mlp.down_proj": "ffn_down"}
