@@ -8,7 +8,7 @@ answer is the first gold sub-answer.
 Next-query classes (exclusive, in this order): `repeats` the step's own query; `answer`: is, or starts with, the
 step's intermediate answer; `no question`: does not end with "?"; `new question`: the rest. `hop-1 answer`: the
 first node's intermediate answer has token F1 >= 0.5 with the first gold sub-question's answer (questions with a
-decomposition only). Reads the dataset named in each run's run.json (`MEGRAG_KIT_DATA` where it is not shipped)."""
+decomposition only). `step-1 gold`: questions whose first step was shown at least one gold passage. Reads the dataset named in each run's run.json (`MEGRAG_KIT_DATA` where it is not shipped)."""
 import json, sys
 from collections import Counter
 from pathlib import Path
@@ -28,16 +28,17 @@ def next_query_class(node: dict) -> str:
 
 def main(folders):
     print("| run | n | continued steps | repeats its query | is its answer | no question | new question | "
-          "hop-1 answer right / with decomposition |")
-    print("|---|---|---|---|---|---|---|---|")
+          "hop-1 answer right / with decomposition | step-1 gold |")
+    print("|---|---|---|---|---|---|---|---|---|")
     cache = {}
     for f in map(Path, folders):
         ds_name = json.loads((f / "run.json").read_text())["dataset"]
         if ds_name not in cache: cache[ds_name] = {q.qid: q for q in load_dataset(ds_name).questions}
         qs, rows = cache[ds_name], [r for r in read_predictions(f / "predictions.jsonl") if not r.get("failed")]
-        c, hop1, n_dec = Counter(), 0, 0
+        c, hop1, n_dec, seen = Counter(), 0, 0, 0
         for r in rows:
             nodes = r["trace"]["nodes"]
+            seen += bool(set(map(str, r["gold_pids"])) & set(map(str, nodes[0].get("retrieved") or [])))
             for nd in nodes:
                 if not nd.get("stop") and (nd.get("next_query") or "").strip(): c[next_query_class(nd)] += 1
             dec = getattr(qs.get(r["id"]), "decomposition", None)
@@ -47,7 +48,7 @@ def main(folders):
         tot = sum(c.values())
         pct = lambda k: f"{c[k]} ({100 * c[k] / tot:.0f}%)" if tot else "0"
         print(f"| {f.name} | {len(rows)} | {tot} | {pct('repeats')} | {pct('answer')} | {pct('no question')} | "
-              f"{pct('new question')} | " + (f"{hop1} / {n_dec}" if n_dec else "–") + " |")
+              f"{pct('new question')} | " + (f"{hop1} / {n_dec}" if n_dec else "–") + f" | {seen} |")
 
 
 if __name__ == "__main__":
