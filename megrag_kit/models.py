@@ -1336,12 +1336,12 @@ def lora_to_gguf(adapter, base_gguf, out) -> Path:
         tensors[f"blk.{m.group(1)}.{t}.weight.lora_{m.group(3).lower()}"] = np.ascontiguousarray(w)
     tmp = out.with_name(out.name + ".part")
     out.parent.mkdir(parents=True, exist_ok=True)
-    w = gguf.GGUFWriter(str(tmp), arch)
-    w.add_type(gguf.GGUFType.ADAPTER)
-    w.add_string(gguf.Keys.Adapter.TYPE, "lora")
-    w.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(cfg["lora_alpha"]))
-    for name, t in tensors.items(): w.add_tensor(name, t)
-    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+    gw = gguf.GGUFWriter(str(tmp), arch)
+    gw.add_type(gguf.GGUFType.ADAPTER)
+    gw.add_string(gguf.Keys.Adapter.TYPE, "lora")
+    gw.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(cfg["lora_alpha"]))
+    for name, t in tensors.items(): gw.add_tensor(name, t)
+    gw.write_header_to_file(); gw.write_kv_data_to_file(); gw.write_tensors_to_file(); gw.close()
     tmp.replace(out)
     return out
 
