@@ -13,11 +13,11 @@ from fastcore.basics import patch
 from .core import cache_dir, check_device, resolve_device, stable_hash
 
 # %% auto #0
-__all__ = ['SPECIAL_TOKENS_END', 'MODEL_FILES', 'SMOLLM2_GGUF', 'RESPONSE_FORMATS', 'TOKEN_FIELDS', 'MODEL_SPECS', 'LLM_OPTIONS',
-           'EMBEDDER_DTYPES', 'LLAMACPP_SUFFIX', 'GGUF_LORA_TENSORS', 'Generation', 'Cost', 'cost_phase', 'CostMeter',
-           'cacheable', 'LLMCache', 'split_reasoning', 'as_messages', 'cut_at_stop', 'cut_special_tokens',
-           'StructuredOutputError', 'ModelCallError', 'ChatModel', 'file_sha256', 'model_identity', 'smollm2_path',
-           'HFChatModel', 'proxy_for', 'fold_system', 'OpenAIChatModel', 'parse_json', 'json_present',
+__all__ = ['SPECIAL_TOKENS_END', 'MODEL_FILES', 'WRITER_KEYS', 'SMOLLM2_GGUF', 'RESPONSE_FORMATS', 'TOKEN_FIELDS', 'MODEL_SPECS',
+           'LLM_OPTIONS', 'EMBEDDER_DTYPES', 'LLAMACPP_SUFFIX', 'GGUF_LORA_TENSORS', 'Generation', 'Cost', 'cost_phase',
+           'CostMeter', 'cacheable', 'LLMCache', 'split_reasoning', 'as_messages', 'cut_at_stop', 'cut_special_tokens',
+           'StructuredOutputError', 'ModelCallError', 'ChatModel', 'file_sha256', 'content_sha256', 'model_identity',
+           'smollm2_path', 'HFChatModel', 'proxy_for', 'fold_system', 'OpenAIChatModel', 'parse_json', 'json_present',
            'parse_structured', 'structured', 'Embedder', 'minilm_path', 'STEmbedder', 'OpenAIEmbedder', 'spec_forms',
            'spec_table', 'check_llm_options', 'check_model_spec', 'load_llm', 'load_embedder', 'ModelOptions',
            'gguf_file', 'anchored_patterns', 'LlamaCppChatModel', 'adapter_hash', 'rope_permute', 'lora_to_gguf',
@@ -396,15 +396,42 @@ def file_sha256(path) -> str:
     return h.hexdigest()
 
 # %% ../nbs/02_models.ipynb #e0b07730
+WRITER_KEYS = frozenset({"transformers_version", "__version__", "_name_or_path", "_commit_hash"})
+
+def _drop_writer_keys(o):
+    "A parsed JSON value without `WRITER_KEYS` at any depth."
+    if isinstance(o, dict): return {k: _drop_writer_keys(v) for k, v in o.items() if k not in WRITER_KEYS}
+    if isinstance(o, list): return [_drop_writer_keys(v) for v in o]
+    return o
+
+def content_sha256(path) -> str:
+    """sha256 (hex) of what a model file means: its bytes (`file_sha256`), except for a `.json` file, whose parsed
+    content without `WRITER_KEYS` (the library versions that wrote it, a source path) is hashed in canonical form
+    (sorted keys, no spaces). So a config saved by transformers 5.24 and by 5.25 with the same fields has one digest.
+    Remembered in `cache_dir('fingerprints')` like `file_sha256`. `ValueError` naming the file if a `.json` file
+    does not parse."""
+    path = Path(path).resolve()
+    if path.suffix != ".json": return file_sha256(path)
+    st = path.stat()
+    memo = cache_dir("fingerprints") / f"{stable_hash(['canonical-json', str(path), st.st_size, st.st_mtime_ns])[:32]}.txt"
+    if memo.exists(): return memo.read_text().strip()
+    try: o = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e: raise ValueError(f"{path}: not valid JSON ({e})") from None
+    canon = json.dumps(_drop_writer_keys(o), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(canon.encode("utf-8")).hexdigest()
+    memo.write_text(digest)
+    return digest
+
 def model_identity(name: str, folder, **extra) -> str:
-    """`name@<12 hex>`: the hash of the sha256 of each model file in `folder` (`MODEL_FILES` patterns, by path
+    """`name@<12 hex>`: the hash of `content_sha256` of each model file in `folder` (`MODEL_FILES` patterns, by path
     relative to `folder`, sub-folders such as a LoRA adapter's included) and `extra` (chat template, dtype, ...). The
-    folder's own path is not hashed: the same bytes at another path are the same model.
+    folder's own path is not hashed (the same bytes at another path are the same model), nor is the version of the
+    library that wrote a JSON config (`WRITER_KEYS`): only what can change the model's outputs.
     `FileNotFoundError` if `folder` does not exist."""
     folder = Path(folder).resolve()
     if not folder.is_dir(): raise FileNotFoundError(f"model folder {folder} does not exist")
     files = sorted({f for pat in MODEL_FILES for f in folder.rglob(pat) if f.is_file()})
-    digest = stable_hash({"files": {str(f.relative_to(folder)): file_sha256(f) for f in files}, **extra})
+    digest = stable_hash({"files": {str(f.relative_to(folder)): content_sha256(f) for f in files}, **extra})
     return f"{name}@{digest[:12]}"
 
 # %% ../nbs/02_models.ipynb #c1a1e27b
