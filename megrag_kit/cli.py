@@ -262,12 +262,17 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
                                               "repeatable)"),
               out: Path = typer.Option(None, help="output folder (default runs/reproduce-<profile>)"),
               check: bool = typer.Option(False, "--check", help="validate the parameters only (each notebook's check "
-                                         "cells); answer nothing")):
+                                         "cells); answer nothing"),
+              dry_run: bool = typer.Option(False, "--dry-run", help="answer nothing, change no file: list the runs "
+                                           "each notebook reads and how many would be answered anew (0 on a fresh "
+                                           "clone: the committed runs are reused); exit 3 when some would")):
     """Regenerate the papers' tables and figures by executing the experiment notebooks with papermill.
 
     Prints each notebook as it starts, then where every table, figure and executed notebook went; a full demo run into
     the default folder also copies its figures to figures/reproduce-demo/ (the README links them). Exit status 1 when
-    a notebook fails (its executed copy shows the failing cell), 2 for an unknown profile, experiment or parameter."""
+    a notebook fails (its executed copy shows the failing cell; the committed outputs stay as they were), 2 for an
+    unknown profile, experiment or parameter (checked before any notebook starts), 3 for a dry run that found runs
+    to answer."""
     from megrag_kit.reproduce import ExperimentError, reproduce as run_all
     extra = {}
     for k, v in parse_options(param, "--param").items():
@@ -275,9 +280,12 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
         except json.JSONDecodeError: extra[k] = v
     for k, v in (("llm", llm), ("embedder", embedder), ("limit", limit), ("device", device)):
         if v is not None: extra[k] = v
-    try: done = run_all(profile, only or None, extra, out, check=check)
+    try: done = run_all(profile, only or None, extra, out, check=check, dry_run=dry_run)
     except ValueError as e: raise typer.BadParameter(str(e))
     except ExperimentError as e: typer.echo(f"Error: {e}", err=True); raise typer.Exit(1)
+    if dry_run:
+        if sum(d["to_answer"] for d in done.values()) or any(d["stopped"] for d in done.values()): raise typer.Exit(3)
+        return
     for n, d in done.items():
         if check: typer.echo(f"{n}: parameters valid ({d['wall_s']} s)"); continue
         typer.echo(f"{n} ({d['wall_s']} s): executed notebook {d['notebook']}")

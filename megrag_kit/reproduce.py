@@ -111,11 +111,21 @@ class Experiment:
 
     `run(method, options, dataset=None, limit=None, llm=None, passages=None, batch_size=None)` -> `(summary, rows)`;
     `table(df, name, caption)`, `figure(fig, name, data)` save outputs; `finish()` writes the provenance record and
-    returns it."""
+    returns it.
+
+    Run folders live in `out/runs`. Tables, figures and the record are written under `out`, or, when
+    `$MEGRAG_KIT_STAGE` names a folder (`reproduce` sets it), under that staging folder, which `reproduce` moves into
+    `out` only when the whole notebook succeeded: a failed run never replaces a committed output. When
+    `$MEGRAG_KIT_DRY_RUN` names a file, `run` answers nothing: it appends `{notebook, folder, questions, to_answer}`
+    for each run to that file (JSON Lines), reads the runs that are complete, and returns `({"n": 0}, [])` for the
+    others."""
     def __init__(self, name: str, params: dict, configs: dict | None = None):
         self.name, self.params, self.configs, self.t0 = name, dict(params), configs or {}, time.perf_counter()
         self.out = Path(params["out"]) if params.get("out") else default_out("demo")
-        for d in ("runs", "tables", "figures", "results"): (self.out / d).mkdir(parents=True, exist_ok=True)
+        self.dest = Path(os.environ.get("MEGRAG_KIT_STAGE") or self.out)      # where tables, figures, records go
+        self.dry = os.environ.get("MEGRAG_KIT_DRY_RUN") or None
+        (self.out / "runs").mkdir(parents=True, exist_ok=True)
+        for d in ("tables", "figures", "results"): (self.dest / d).mkdir(parents=True, exist_ok=True)
         self.runs, self.outputs, self._res = [], [], {}
         self.device = resolve_device(params["device"])
         set_seed(params["seed"])
@@ -136,6 +146,7 @@ class Experiment:
             res = restrict(copy.copy(res), passages)
         m = build_method(method, options or {}, res)
         folder = self._folder(method, m, res, ds, passages, batch_size)
+        if self.dry and self._dry_missing(folder, res.dataset, lim): return {"n": 0}, []
         t0 = time.perf_counter()
         print(f"{self.name}: {m.run_name()} on {ds} (first {lim} questions) -> {folder}", flush=True)
         index = {"index_passages": len(passages)} if passages is not None else {}
@@ -189,6 +200,18 @@ def timed_resources(self: Experiment, dataset: str, batch_size: int, llm: str | 
         self._res[key] = res
     return self._res[key]
 
+@patch
+def _dry_missing(self: Experiment, folder: Path, dataset, lim) -> int:
+    """For a dry run: the number of the first `lim` questions of `dataset` that the run folder `folder` has no
+    answer for (a failed row counts as missing), recorded as one line of the `$MEGRAG_KIT_DRY_RUN` file."""
+    qs = dataset.questions[:lim] if lim else dataset.questions
+    have = ({r["id"] for r in read_predictions(folder / "predictions.jsonl") if not r.get("failed")}
+            if (folder / "run.json").exists() else set())
+    todo = sum(q.qid not in have for q in qs)
+    with open(self.dry, "a") as f:
+        f.write(json.dumps(dict(notebook=self.name, folder=str(folder), questions=len(qs), to_answer=todo)) + "\n")
+    return todo
+
 # %% ../nbs/95_reproduce.ipynb #18c000ea
 @patch
 def _folder(self: Experiment, method: str, m, res: Resources, ds: str, passages,
@@ -212,9 +235,9 @@ def _folder(self: Experiment, method: str, m, res: Resources, ds: str, passages,
 def table(self: Experiment, df, name: str, caption: str = "", ints=()) -> list[Path]:
     """Save a pandas DataFrame as `tables/NAME.md` (Markdown, `caption` above it; `ints`: count columns, see
     `markdown_table`) and `tables/NAME.csv`; returns both paths."""
-    md, csv = self.out / "tables" / f"{name}.md", self.out / "tables" / f"{name}.csv"
+    md, csv = self.dest / "tables" / f"{name}.md", self.dest / "tables" / f"{name}.csv"
     md.write_text((f"{caption}\n\n" if caption else "") + markdown_table(df, ints) + "\n"); df.to_csv(csv, index=False)
-    self.outputs += [str(md), str(csv)]
+    self.outputs += [str(self.out / "tables" / p.name) for p in (md, csv)]
     return [md, csv]
 
 @patch
@@ -222,13 +245,13 @@ def figure(self: Experiment, fig, name: str, data=None) -> list[Path]:
     """Save a matplotlib figure as `figures/NAME.png` and `.svg` (text kept as text), and `data` (a DataFrame) as
     `NAME.csv`."""
     import matplotlib.pyplot as plt
-    paths = [self.out / "figures" / f"{name}.{e}" for e in ("png", "svg")]
+    paths = [self.dest / "figures" / f"{name}.{e}" for e in ("png", "svg")]
     with plt.rc_context({"svg.fonttype": "none"}):
         for p in paths: fig.savefig(p, dpi=120, bbox_inches="tight")
     if data is not None:
-        data.to_csv(self.out / "figures" / f"{name}.csv", index=False)
-        paths.append(self.out / "figures" / f"{name}.csv")
-    self.outputs += [str(p) for p in paths]
+        data.to_csv(self.dest / "figures" / f"{name}.csv", index=False)
+        paths.append(self.dest / "figures" / f"{name}.csv")
+    self.outputs += [str(self.out / "figures" / p.name) for p in paths]
     return paths
 
 # %% ../nbs/95_reproduce.ipynb #886873a1
@@ -242,7 +265,7 @@ def finish(self: Experiment) -> dict:
                        for ds, r in self._res.items()},
                seed=self.params["seed"], versions=versions(), hardware=hardware(), device=self.device,
                wall_s=round(time.perf_counter() - self.t0, 1), runs=self.runs, outputs=self.outputs)
-    f = self.out / "results" / f"{self.name}.json"
+    f = self.dest / "results" / f"{self.name}.json"
     f.write_text(json.dumps(rec, indent=1, default=str))
     print(f"{self.name}: wrote {len(self.outputs)} files under {self.out} in {rec['wall_s']} s; provenance in {f}")
     return rec
@@ -364,23 +387,63 @@ def _experiment_params(n: str, src: Path, profile: str, params: dict | None, out
     p["out"] = str(out)
     return p
 
-def _execute(pm, n: str, src: Path, p: dict, out: Path, root: Path, kernel: str, progress: bool, tag: str) -> dict:
-    """Execute experiment `n` (notebook `src`) with parameters `p` into `out/notebooks/`; `{notebook, outputs,
-    wall_s}`. `ExperimentError` naming the error and the executed copy when a cell fails."""
+def _check_common(n: str, src: Path, p: dict) -> None:
+    """`ValueError` naming experiment `n` (notebook `src`) when its parameters `p`, over the notebook's own defaults,
+    hold a bad common value (`check_params`: a limit that is not an int >= 1, an unknown device, ...): checked
+    before any notebook starts."""
+    import ast
+    full = {k: ast.literal_eval(v) for k, v in notebook_params(src).items()} | p
+    common = {k: full[k] for k in (*COMMON_PARAMS, "openie_backend", "latency_batch_size") if k in full}
+    try: check_params(common)
+    except (ValueError, KeyError) as e: raise ValueError(f"{n}: {e}") from None
+
+def _move_staged(stage: Path, out: Path) -> None:
+    "Move every file under `stage` to the same place under `out` (replacing what is there), then remove `stage`."
+    import shutil
+    for f in sorted(x for x in stage.rglob("*") if x.is_file()):
+        dest = out / f.relative_to(stage); dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(f, dest)
+    shutil.rmtree(stage)
+
+def _execute(pm, n: str, src: Path, p: dict, out: Path, root: Path, kernel: str, progress: bool, tag: str,
+             dry: Path | None = None) -> dict:
+    """Execute experiment `n` (notebook `src`) with parameters `p`; `{notebook, outputs, wall_s}`. The executed
+    notebook, tables, figures and record are written into the staging folder `out/.stage-<n>` and moved into `out`
+    (`out/notebooks/`, `out/tables/`, ...) only when every cell succeeded, so a failing run never replaces a committed
+    output. `ExperimentError` naming the error and the executed copy (kept in the staging folder) when a cell fails.
+    With `dry` (a JSON Lines file), nothing is answered (`Experiment` records each run in it) and nothing is kept."""
+    import shutil, tempfile
     t0 = time.perf_counter()
-    dest = out / "notebooks" / EXPERIMENTS[n]; dest.parent.mkdir(parents=True, exist_ok=True)
-    if progress: print(f"{tag} {n}: {src.name} -> {dest}", flush=True)
+    stage = Path(tempfile.mkdtemp(prefix=f"megrag-dry-{n}-")) if dry else out / f".stage-{n}"   # dry: nothing in out
+    shutil.rmtree(stage, ignore_errors=True)
+    dest = stage / "notebooks" / EXPERIMENTS[n]; dest.parent.mkdir(parents=True, exist_ok=True)
+    if progress: print(f"{tag} {n}: {src.name} -> {out / 'notebooks' / EXPERIMENTS[n]}", flush=True)
+    env = {"MEGRAG_KIT_STAGE": str(stage), **({"MEGRAG_KIT_DRY_RUN": str(dry)} if dry else {})}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)                                  # the kernel papermill starts inherits them
     try: pm.execute_notebook(str(src), str(dest), parameters=p, cwd=str(root), kernel_name=kernel,
-                             progress_bar=progress, log_output=progress)
+                             progress_bar=progress and not dry, log_output=progress and not dry)
     except pm.PapermillExecutionError as e:
+        if dry: shutil.rmtree(stage, ignore_errors=True); return dict(notebook=None, outputs=[], failed=str(e.ename),
+                                                                      wall_s=round(time.perf_counter() - t0, 1))
         raise ExperimentError(f"{n} failed: {e.ename}: {e.evalue} (the executed notebook, up to the failing cell: "
-                              f"{dest})") from None
+                              f"{dest}; the committed outputs in {out} are unchanged)") from None
+    finally:
+        for k, v in saved.items():
+            if v is None: os.environ.pop(k, None)
+            else: os.environ[k] = v
+    if dry:
+        shutil.rmtree(stage, ignore_errors=True)
+        return dict(notebook=None, outputs=[], wall_s=round(time.perf_counter() - t0, 1))
+    _move_staged(stage, out)
     rec = json.loads((out / "results" / f"{n}.json").read_text())
-    return dict(notebook=str(dest), outputs=rec["outputs"], wall_s=round(time.perf_counter() - t0, 1))
+    return dict(notebook=str(out / "notebooks" / EXPERIMENTS[n]), outputs=rec["outputs"],
+                wall_s=round(time.perf_counter() - t0, 1))
 
 # %% ../nbs/95_reproduce.ipynb #4a1f6716
 def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict | None = None, out=None,
-              progress: bool = True, kernel: str = "python3", check: bool = False, figures_dir=None) -> dict:
+              progress: bool = True, kernel: str = "python3", check: bool = False, figures_dir=None,
+              dry_run: bool = False) -> dict:
     """Execute the experiment notebooks (`EXPERIMENTS`, or the names in `only`) with papermill under `profile`'s
     parameters updated by `params`; returns `{name: {"notebook": executed path, "outputs": [paths], "wall_s": s}}`.
 
@@ -395,7 +458,16 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     After the run the figures folder of `out` is copied (`publish_figures`) to `figures_dir`; by default, for the
     `demo` profile written to its default folder (every experiment or those in `only`: the folder keeps the other
     experiments' figures, so the copy is still the whole reproduction), to `figures/reproduce-demo/` of the
-    repository (the README and the documentation link them from there); `figures_dir=False` copies nothing."""
+    repository (the README and the documentation link them from there); `figures_dir=False` copies nothing.
+
+    Every notebook's parameters are checked first (unknown names, and the common values such as `limit`: a
+    `ValueError` before any notebook starts). A notebook writes into a staging folder that replaces the committed
+    outputs only when it succeeded (`_execute`).
+
+    `dry_run=True` answers nothing and changes no file: each notebook is executed with its runs only looked up;
+    `{name: {"runs": [{folder, questions, to_answer}], "to_answer": runs with questions missing, "stopped":
+    the error that ended it early (a cell that needed a missing run's rows; its count is then a lower bound) or
+    None}}`. On a fresh clone of the repository every `to_answer` is 0: the committed runs are reused."""
     import papermill as pm
     if profile not in PROFILES: raise ValueError(f"unknown profile {profile!r}; one of {list(PROFILES)}")
     names = list(only or EXPERIMENTS)
@@ -405,9 +477,12 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     out = Path(out) if out else default_out(profile)
     done = {}
     if check: check_datasets(profile_datasets({**PROFILES[profile], **(params or {})}), profile)
-    for i, n in enumerate(names, 1):
-        src = nbs / EXPERIMENTS[n]
-        p = _experiment_params(n, src, profile, params, out)
+    todo = [(n, nbs / EXPERIMENTS[n]) for n in names]
+    ps = {n: _experiment_params(n, src, profile, params, out) for n, src in todo}   # every check before any run
+    for n, src in todo: _check_common(n, src, ps[n])
+    if dry_run: return _dry_run(pm, todo, ps, out, root, kernel, progress)
+    for i, (n, src) in enumerate(todo, 1):
+        p = ps[n]
         if check:
             done[n] = dict(notebook=None, outputs=[], wall_s=_check_notebook(pm, src, p, root, kernel, n))
             if progress: print(f"[{i}/{len(names)}] {n}: parameters valid ({done[n]['wall_s']} s)", flush=True)
@@ -418,4 +493,27 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     if figures_dir and not check:
         copied = publish_figures(out / "figures", figures_dir)
         if progress: print(f"copied {len(copied)} figures to {figures_dir}", flush=True)
+    return done
+
+def _dry_run(pm, todo, ps: dict, out: Path, root: Path, kernel: str, progress: bool) -> dict:
+    "`reproduce(dry_run=True)`: each notebook executed with its runs looked up, not answered (see `reproduce`)."
+    import tempfile
+    done = {}
+    for i, (n, src) in enumerate(todo, 1):
+        with tempfile.TemporaryDirectory(prefix="megrag-dry-") as tmp:
+            log = Path(tmp) / "runs.jsonl"; log.touch()
+            r = _execute(pm, n, src, ps[n], out, root, kernel, False, f"[{i}/{len(todo)}]", dry=log)
+            runs = [json.loads(l) for l in log.read_text().splitlines()]
+        missing = [x for x in runs if x["to_answer"]]
+        done[n] = dict(runs=runs, to_answer=len(missing), stopped=r.get("failed"), wall_s=r["wall_s"])
+        if progress:
+            print(f"[{i}/{len(todo)}] {n}: {len(runs)} runs, {len(missing)} to answer anew"
+                  + (f" ({sum(x['to_answer'] for x in missing)} questions)" if missing else "")
+                  + (f"; stopped early at a cell that needed a missing run ({r['failed']}): a lower bound"
+                     if r.get("failed") else ""), flush=True)
+            for x in missing: print(f"    {x['folder']}: {x['to_answer']} of {x['questions']} questions", flush=True)
+    if progress:
+        tot = sum(d["to_answer"] for d in done.values())
+        print(f"dry run: {sum(len(d['runs']) for d in done.values())} runs looked up, {tot} would be answered anew"
+              + ("" if tot else " (every run is reused)"), flush=True)
     return done

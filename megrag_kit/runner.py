@@ -245,10 +245,11 @@ def _resumed_manifest(old: dict, mf: dict, res, out: Path) -> dict:
 
 # %% ../nbs/90_runner.ipynb #898a1e99
 def _start_manifest(method: Method, dataset: Dataset, out: Path, qs: list[Question], limit, batch_size: int,
-                    seed: int, manifest: dict | None) -> dict:
+                    seed: int, manifest: dict | None, write: bool = True) -> dict:
     """Write `out/run.json` for this start of a run of `method` on the questions `qs` of `dataset` and return it: the
     method, its config, the dataset and its hashes, the models, the seed and the fields of `manifest` (an API key
-    replaced by a note), this start appended to `invocations`. A folder's earlier run must be the same
+    replaced by a note), this start appended to `invocations` (with `write=False`, for a run that is already complete, nothing is written:
+    reading a committed run leaves its files as they are). A folder's earlier run must be the same
     (`_resumed_manifest`)."""
     res = method.res
     now = dict(started=datetime.now(timezone.utc).isoformat(), limit=limit, n_questions=len(qs),
@@ -262,7 +263,7 @@ def _start_manifest(method: Method, dataset: Dataset, out: Path, qs: list[Questi
     if f.exists(): mf = _resumed_manifest(json.loads(f.read_text()), mf, res, out)
     else: mf.update(versions=now["versions"], started=now["started"])      # the first start; later ones: invocations
     mf.update(limit=limit, n_questions=len(qs), invocations=[*mf.get("invocations", []), now])
-    f.write_text(json.dumps(mf, indent=1))
+    if write: f.write_text(json.dumps(mf, indent=1))
     return mf
 
 # %% ../nbs/90_runner.ipynb #748a52a0
@@ -320,16 +321,18 @@ def _first_batch_note(n_batch: int, n_todo: int, seconds: float, calls: int) -> 
                "on this machine")
 
 # %% ../nbs/90_runner.ipynb #0838f13d
-def _finish(method: Method, out: Path, mf: dict, qs: list[Question], n_failed: int, show_progress: bool) -> dict:
+def _finish(method: Method, out: Path, mf: dict, qs: list[Question], n_failed: int, show_progress: bool,
+            write: bool = True) -> dict:
     """After the last batch: the loaded models' identities added to `out/run.json` (manifest `mf`), then
-    `out/summary.json` over the rows of the questions `qs`; returns the summary."""
+    `out/summary.json` over the rows of the questions `qs`; returns the summary. `write=False` (a run that was
+    complete before this call) computes the same summary and writes nothing."""
     mf["models"] = {**(mf.get("models") or {}), **method.res.loaded()}
-    (out / "run.json").write_text(json.dumps(mf, indent=1))
+    if write: (out / "run.json").write_text(json.dumps(mf, indent=1))
     ids = {q.qid for q in qs}
     rows = [r for r in read_predictions(out / "predictions.jsonl") if r["id"] in ids]
     scored = [r for r in rows if not r.get("failed")]
     summary = {**summarize(rows), **type(method).summarize(scored), "manifest": mf}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    if write: (out / "summary.json").write_text(json.dumps(summary, indent=1))
     if n_failed and show_progress:
         print(f"{n_failed} questions failed; run the same command again to retry them", flush=True)
     return summary
@@ -341,7 +344,9 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     summary dict.
 
     Writes `out/run.json`, `out/predictions.jsonl` (one scored row per question; a failed question gets a row with
-    `failed`, retried on the next run) and `out/summary.json`. `ValueError` for `limit < 1`, `batch_size < 1` or an
+    `failed`, retried on the next run) and `out/summary.json`; a run whose questions are all answered already is
+    read and summarized without writing anything (its identity still checked), so re-reading committed runs
+    changes no file. `ValueError` for `limit < 1`, `batch_size < 1` or an
     `out` that is a file; `RunMismatchError` (a `ValueError`) if `out` holds another run (the message names each
     differing field with both values) or if a model's identity changed since the run began."""
     if limit is not None and limit < 1:
@@ -349,8 +354,9 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     if batch_size < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     out = check_run_folder(out); out.mkdir(parents=True, exist_ok=True)
     qs = dataset.questions[:limit] if limit else dataset.questions
-    mf = _start_manifest(method, dataset, out, qs, limit, batch_size, seed, manifest)
     pf = out / "predictions.jsonl"
+    done = (out / "run.json").exists() and not _todo(pf, qs, out, False)     # complete: read, never rewritten
+    mf = _start_manifest(method, dataset, out, qs, limit, batch_size, seed, manifest, write=not done)
     todo = _todo(pf, qs, out, show_progress)
     for mod in _WARM_IMPORTS:      # an import inside the first batch is process start-up, not a question's latency
         try: importlib.import_module(mod)
@@ -372,7 +378,7 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
             for qb, answers, meter in parts: n_failed += _write_rows(log, method, qb, answers, meter)
             bar.update(len(batch))
     bar.close()
-    return _finish(method, out, mf, qs, n_failed, show_progress)
+    return _finish(method, out, mf, qs, n_failed, show_progress, write=not done)
 
 # %% ../nbs/90_runner.ipynb #efe13e6b
 SUMMARY_LEGEND = ("scores are percentages (mean x100) with a 95% bootstrap interval; costs are means per question in "

@@ -2,7 +2,7 @@
 figures exist, are valid images and hold the expected series), the kit-vs-FlashRAG table read from the committed
 results, parameter typos, the counts the figures show on hand-made traces, the latency and manifest fixes, and the 2Wiki
 question type."""
-import gzip, json, os, re, sys, time, xml.etree.ElementTree as ET
+import gzip, json, os, re, shutil, sys, time, xml.etree.ElementTree as ET
 from pathlib import Path
 import numpy as np
 import pytest
@@ -653,3 +653,41 @@ def test_the_published_figures_are_the_reproductions_and_linked_from_readme_and_
     spec = importlib.util.spec_from_file_location("docs_tool", root / "tools" / "docs.py"); docs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(docs)
     assert docs.PUBLISHED == pub
+
+
+def _tree(root: Path) -> dict:
+    return {p.relative_to(root): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_failing_notebook_never_replaces_the_outputs_it_would_have_rewritten(done, fake_env):
+    out, _ = done
+    before = _tree(out)
+    with pytest.raises(ExperimentError, match=r"megrag_tables failed: ConfigError.*\.stage-megrag_tables.*committed outputs in .* are unchanged"):
+        reproduce("demo", only=["megrag_tables"], params={**FAKE, "megrag": {"budgte": 2}}, out=out, progress=False)
+    after = {k: v for k, v in _tree(out).items() if not str(k).startswith(".stage-")}
+    assert after == before                                   # the executed notebook, tables and record of the last success
+    assert (out / ".stage-megrag_tables" / "notebooks" / "50_megrag_tables.ipynb").exists()   # the failing copy, to read
+
+
+def test_a_bad_common_parameter_is_refused_before_any_notebook_starts(tmp_path):
+    with pytest.raises(ValueError, match="megrag_tables: limit must be an int >= 1 or None, got 'abc'"):
+        reproduce("demo", params={"limit": "abc"}, out=tmp_path / "o", progress=False)
+    assert not (tmp_path / "o").exists()                     # nothing started, nothing written
+    r = CliRunner().invoke(app, ["reproduce", "--param", "limit=abc", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 2 and "limit must be an int >= 1 or None, got 'abc'" in r.output and not (tmp_path / "o").exists()
+
+
+def test_a_dry_run_counts_the_runs_to_answer_and_changes_no_file(done, fake_env):
+    out, _ = done
+    before = _tree(out)
+    d = reproduce("demo", only=["megrag_tables"], params=FAKE, out=out, progress=False, dry_run=True)
+    runs = d["megrag_tables"]["runs"]
+    assert len(runs) >= 5 and d["megrag_tables"]["to_answer"] == 0 and all(r["to_answer"] == 0 for r in runs)
+    assert _tree(out) == before                               # nothing answered, nothing rewritten
+    gone = Path(runs[0]["folder"]); shutil.move(gone, out / "moved-away")
+    try:
+        d = reproduce("demo", only=["megrag_tables"], params=FAKE, out=out, progress=False, dry_run=True)
+        missing = [r for r in d["megrag_tables"]["runs"] if r["to_answer"]]
+        assert [r["folder"] for r in missing] == [str(gone)] and missing[0]["to_answer"] == missing[0]["questions"] == 3
+        assert not gone.exists()                              # a dry run answers nothing
+    finally: shutil.move(out / "moved-away", gone)

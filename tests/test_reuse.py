@@ -1,0 +1,42 @@
+"""Committed runs are reused as they are: reading a complete run writes nothing, and the reproduction's dry run counts
+the runs it would answer anew (zero on a fresh clone)."""
+import json
+import pytest
+from megrag_kit.data import load_dataset
+from megrag_kit.method import Resources, build_method
+from megrag_kit.runner import run, read_predictions
+from conftest import ScriptedLLM
+
+
+@pytest.fixture(scope="module")
+def demo(): return load_dataset("demo")
+
+
+def test_reading_a_complete_run_writes_no_file_and_asks_nothing(demo, tmp_path):
+    llm = ScriptedLLM(lambda p: "Cork")
+    out = tmp_path / "run"
+    first = run(build_method("direct", {}, Resources(demo, llm, None)), demo, out, limit=3, show_progress=False)
+    before = {f.name: f.read_bytes() for f in out.iterdir()}
+    n = len(llm.seen)
+    again = run(build_method("direct", {}, Resources(demo, llm, None)), demo, out, limit=3, show_progress=False)
+    assert len(llm.seen) == n                                          # no question asked again
+    assert {f.name: f.read_bytes() for f in out.iterdir()} == before   # run.json keeps one invocation, no rewrite
+    assert len(json.loads((out / "run.json").read_text())["invocations"]) == 1
+    assert {k: again[k] for k in ("n", "em", "f1")} == {k: first[k] for k in ("n", "em", "f1")}
+    # a subset of a complete run is read too, summarized over its own questions, and still writes nothing
+    sub = run(build_method("direct", {}, Resources(demo, llm, None)), demo, out, limit=2, show_progress=False)
+    assert sub["n"] == 2 and len(llm.seen) == n and {f.name: f.read_bytes() for f in out.iterdir()} == before
+    # one more question is work: answered, appended, and the manifest records the new start
+    run(build_method("direct", {}, Resources(demo, llm, None)), demo, out, limit=4, show_progress=False)
+    assert len(read_predictions(out / "predictions.jsonl")) == 4
+    assert [i["limit"] for i in json.loads((out / "run.json").read_text())["invocations"]] == [3, 4]
+
+
+@pytest.mark.slow
+def test_the_committed_demo_reproduction_is_reused_whole():
+    "A clone's `reproduce --profile demo --dry-run`: every run the notebooks read is committed and complete (real models: their identities)."
+    from megrag_kit.reproduce import reproduce
+    d = reproduce("demo", progress=False, dry_run=True, figures_dir=False)
+    assert all(v["stopped"] is None for v in d.values())
+    assert sum(len(v["runs"]) for v in d.values()) > 50
+    assert {n: v["to_answer"] for n, v in d.items()} == {n: 0 for n in d}
