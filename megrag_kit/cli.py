@@ -333,7 +333,7 @@ def distill_collect(teacher: str = typer.Option(..., help="gold (offline, from g
 @friendly
 def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lines file (repeatable; default: the "
                                                    "gold-teacher files of `distill collect --openie-backend parser` "
-                                                   "on the three training sets, DEFAULT_DATA)"),
+                                                   "on every training set, DEFAULT_DATA)"),
                   student: str = typer.Option("smollm2-135m", help="smollm2-135m | hf:/path"),
                   out: Path = typer.Option(Path("runs/distill/student"), help="adapter folder (resumes from its "
                                            "checkpoint)"),
@@ -344,9 +344,12 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
                   max_len: int = typer.Option(None, min=16, help="longer examples are left out and counted"),
                   val_frac: float = typer.Option(None, min=0.0, max=0.9), save_every: int = typer.Option(None, min=1),
                   seed: int = typer.Option(None, min=0),
-                  bf16: bool = typer.Option(None, help="bf16 autocast of the forward pass"),
+                  bf16: bool = typer.Option(None, help="bf16 autocast of the forward pass [default: on when the CPU "
+                                             "has bf16 instructions]"),
                   layers: int = typer.Option(None, min=0, help="LoRA on the top N decoder layers (0: all)"),
-                  kinds: str = typer.Option(None, help="example kinds trained on: trajectory,hop | trajectory | hop")):
+                  kinds: str = typer.Option(None, help="example kinds trained on: trajectory,hop | trajectory | hop"),
+                  questions: int = typer.Option(None, min=1, help="train on this many of the training questions only "
+                                                "(a seeded subset, nested: a learning curve's points)")):
     """LoRA on the output tokens only (MEGRAG Eq. 9); writes the adapter and manifest.json; use it as --llm
     smollm2-135m+lora:OUT."""
     from .distill import TrainConfig, train, DEFAULT_DATA
@@ -356,7 +359,8 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
                                  "--teacher gold --dataset musique-train --openie-backend parser --drop-overlap "
                                  "--out ...)", param_hint="--data")
     given = dict(steps=steps, batch=batch, lr=lr, rank=rank, alpha=alpha, max_len=max_len, val_frac=val_frac,
-                 save_every=save_every, seed=seed, bf16=bf16, layers=layers, kinds=kinds)
+                 save_every=save_every, seed=seed, bf16=bf16, layers=layers, kinds=kinds,
+                 questions=questions)
     try: cfg = TrainConfig(**{k: v for k, v in given.items() if v is not None})     # unset: the defaults of TrainConfig
     except ValueError as e: raise typer.BadParameter(str(e), param_hint="--kinds")
     man = train(data, out, student, cfg)

@@ -5,9 +5,9 @@
 # %% ../nbs/40_distill.ipynb #c953b167
 from __future__ import annotations
 import gzip, hashlib, json, math, os, random, re, resource, shutil, time
-from dataclasses import dataclass, asdict, fields as dc_fields
+from dataclasses import dataclass, asdict, fields as dc_fields, replace
 from pathlib import Path
-from .core import DataError, Question, cache_dir, stable_hash, set_seed
+from .core import DataError, Dataset, Question, cache_dir, stable_hash, set_seed
 from .data import DATASETS, load_dataset, load_contexts, load_hipporag, shared_data_dir
 from .jsonl import JsonlAppender, read_jsonl
 from .metrics import f1_score, normalize_answer
@@ -18,11 +18,12 @@ from . import gold
 from .models import HFChatModel, adapter_hash, load_llm, load_student, model_identity, smollm2_path
 
 # %% auto #0
-__all__ = ['TRAINING_SETS', 'DISTILL_DEFAULTS', 'DEFAULT_DATA', 'EXAMPLE_KINDS', 'STUDENT_DIR', 'target_text', 'serialize',
-           'load_training', 'norm_question', 'eval_questions', 'check_disjoint', 'gold_hops', 'answer_hop',
-           'gold_selection', 'gold_decision', 'gold_examples', 'node_target', 'trace_examples', 'teacher_examples',
-           'distill_config', 'collect', 'same_header', 'distill_sets', 'collection_counts', 'read_examples',
-           'TrainConfig', 'data_hash', 'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'train',
+__all__ = ['TRAINING_SETS', 'EVAL_SUBSETS', 'DISTILL_DEFAULTS', 'DEFAULT_DATA', 'V2_DATA', 'EXAMPLE_KINDS', 'STUDENT_DIR',
+           'target_text', 'serialize', 'load_training', 'norm_question', 'eval_questions', 'eval_fingerprints',
+           'check_fingerprints', 'check_disjoint', 'gold_hops', 'answer_hop', 'gold_selection', 'gold_decision',
+           'gold_examples', 'node_target', 'trace_examples', 'teacher_examples', 'distill_config', 'collect',
+           'same_header', 'distill_sets', 'collection_counts', 'read_examples', 'TrainConfig', 'cpu_bf16', 'data_hash',
+           'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'question_subset', 'train',
            'shipped_student']
 
 # %% ../nbs/40_distill.ipynb #de197980
@@ -70,6 +71,29 @@ TRAINING_SETS = {
     "2wiki-dev-150": lambda d: load_contexts(_two_wiki_dev(d, 150), name="2wiki-dev-150"),
 }
 
+EVAL_SUBSETS = {"musique": 200, "2wikimultihopqa": 200}   # the first N questions the kit reports; other sets: all
+
+def _after_eval(name: str, new: str, exclude=()):
+    """A loader `data_dir -> Dataset` of registered dataset `name`'s questions after its evaluation subset (the first
+    `EVAL_SUBSETS[name]`), renamed `new`, over the same corpus; `exclude(data_dir)` gives ids to leave out (those
+    of another training set, so no question is trained on twice)."""
+    def load(d):
+        ds = load_dataset(name, d)
+        skip = set(exclude(d)) if exclude else set()
+        qs = [q for q in ds.questions[EVAL_SUBSETS[name]:] if q.qid not in skip]
+        return Dataset(new, qs, ds.corpus, source=f"{ds.source} (questions after the first {EVAL_SUBSETS[name]})",
+                       license=ds.license, notes=ds.notes)
+    return load
+
+TRAINING_SETS |= {
+    # MuSiQue dev questions with paragraphs beyond the evaluation 200 (gold decompositions: one hop per sub-question)
+    "musique-dev-rest": _after_eval("musique", "musique-dev-rest"),
+    # 2Wiki dev questions beyond the evaluation 200, over the 6,119-passage corpus (answer and gold titles only, so
+    # one answer-bearing step each), less those of the sampled 500 (`2wiki-dev`, which has evidence triples)
+    "2wiki-dev-rest": _after_eval("2wikimultihopqa", "2wiki-dev-rest",
+                                  lambda d: [q.qid for q in TRAINING_SETS["2wiki-dev"](d).questions]),
+}
+
 def load_training(name: str, data_dir=None):
     """A training dataset: a `TRAINING_SETS` name (MuSiQue/HotpotQA train fixtures, 2Wiki sampled dev) or anything
     `load_dataset` reads."""
@@ -83,8 +107,24 @@ def norm_question(text: str) -> str:
     return normalize_answer(text)
 
 def eval_questions(data_dir=None, names=None) -> dict[str, list[Question]]:
-    "`{dataset name: questions}` of every registered evaluation dataset (`DATASETS`), or of `names`."
-    return {n: load_dataset(n, data_dir).questions for n in (names or DATASETS)}
+    """`{dataset name: questions}` of every registered evaluation dataset (`DATASETS`), or of `names`: the evaluation
+    subset the kit reports (the first `EVAL_SUBSETS[name]` questions), all of a dataset not in `EVAL_SUBSETS`."""
+    return {n: load_dataset(n, data_dir).questions[:EVAL_SUBSETS.get(n)] for n in (names or DATASETS)}
+
+def eval_fingerprints(evals: dict[str, list[Question]]) -> dict:
+    """`{dataset: {"ids": [...], "texts": [sha256 of norm_question, 16 hex]}}` of evaluation sets: what a committed
+    training file is checked against on a machine without the benchmark data (`check_fingerprints`)."""
+    return {n: dict(ids=sorted(q.qid for q in qs),
+                    texts=sorted({hashlib.sha256(norm_question(q.question).encode()).hexdigest()[:16] for q in qs}))
+            for n, qs in evals.items()}
+
+def check_fingerprints(rows: list[dict], prints: dict) -> dict:
+    """`{eval name: [ids]}` of the collected records `rows` (`{qid, question}`) whose id or normalized question text
+    is in the evaluation fingerprints `prints` (`eval_fingerprints`); `{}` when disjoint."""
+    h = lambda t: hashlib.sha256(norm_question(t).encode()).hexdigest()[:16]
+    hits = {n: [r["qid"] for r in rows if r["qid"] in set(p["ids"]) or h(r["question"]) in set(p["texts"])]
+            for n, p in prints.items()}
+    return {n: b for n, b in hits.items() if b}
 
 def check_disjoint(train: list[Question], evals: dict[str, list[Question]],
                    drop_overlap: bool = False) -> tuple[list[Question], dict]:
@@ -390,23 +430,31 @@ def read_examples(*paths) -> list[dict]:
     """Every example of collected files, in file order (a dropped question holds only the one-step examples of its
     grounded hops)."""
     return [e for p in paths for r in read_jsonl(p) if "qid" in r for e in r["examples"]]
+# the gold-teacher files of every training set (parser triples): 1,526 questions, all the benchmark data allows
 DEFAULT_DATA = tuple(f"runs/distill/gold-{d}-parser.jsonl"
-                     for d in ("musique-train", "hotpotqa-train", "2wiki-dev-150"))
+                     for d in ("musique-train", "hotpotqa-train", "2wiki-dev", "musique-dev-rest", "2wiki-dev-rest"))
+# the 181-question data of the earlier student (v2): the first point of the learning curve
+V2_DATA = tuple(f"runs/distill/gold-{d}-parser.jsonl" for d in ("musique-train", "hotpotqa-train", "2wiki-dev-150"))
 
 # %% ../nbs/40_distill.ipynb #d91360c6
 EXAMPLE_KINDS = ("trajectory", "hop")   # the kinds of examples `distill collect` writes
 
 @dataclass
 class TrainConfig:
-    """Hyperparameters of `train`. The defaults fit a 2-core CPU: a step of 4 examples (~1,100 tokens each) took 8 to
-    10 s (fp32, 2 threads, the machine otherwise quiet), so the default 100 steps take about 15 minutes and the
-    shipped student's 200 about half an hour; bf16 autocast is slower on a CPU without AVX-512/AMX. `steps` optimizer
-    steps of `batch` examples, AdamW at `lr`; LoRA of rank `rank` (scale
-    `alpha`) on the attention projections of the top `layers` decoder layers (0: all); `kinds`: the example kinds
-    trained on, comma-separated (`trajectory`: the steps of whole gold trajectories; `hop`: each hop as its own
+    """Hyperparameters of `train`. `steps` optimizer steps of `batch` examples, AdamW at `lr`; LoRA of rank `rank`
+    (scale `alpha`) on the attention projections of the top `layers` decoder layers (0: all); `kinds`: the example
+    kinds trained on, comma-separated (`trajectory`: the steps of whole gold trajectories; `hop`: each hop as its own
     one-step question, which always stops at its first step); sequences over `max_len` tokens left out and counted;
     `val_frac` of the questions held out, their loss reported after every epoch; a checkpoint every `save_every`
-    steps; `bf16`: bf16 autocast of the forward pass (the LoRA weights and optimizer stay fp32)."""
+    steps; `bf16`: bf16 autocast of the forward pass (the LoRA weights and optimizer stay fp32), `None` (the
+    default): on when the CPU has bf16 instructions (`cpu_bf16`), resolved by `train` and recorded in the manifest;
+    `questions`: train on the examples of this many training questions only (0: all), a seeded choice by the hash of
+    each question id, so a smaller set is part of every larger one (the points of a learning curve).
+
+    The defaults come from `benchmarks/bench_distill.py` on this project's 2-core CPU with AMX and AVX512-BF16
+    (`benchmarks/results/bench_distill.md`): a step of 4 examples of ~1,100 tokens took 2.90 s with bf16 autocast
+    against 6.60 s in fp32 (2.3x); LoRA on all 30 layers cost 2.1x to 2.8x the time of the top 8, and rank 16 what
+    rank 8 does. On a CPU without bf16 instructions autocast is slower than fp32, so auto leaves it off there."""
     steps: int = 100
     batch: int = 4
     lr: float = 5e-4
@@ -416,14 +464,23 @@ class TrainConfig:
     val_frac: float = 0.1
     save_every: int = 10
     seed: int = 0
-    bf16: bool = False
+    bf16: bool | None = None
     layers: int = 8
     kinds: str = "trajectory"
+    questions: int = 0
 
     def __post_init__(self):
         if any(k not in EXAMPLE_KINDS for k in self.kinds.split(",")):     # "" splits to [""]: refused too
             raise ValueError(f"TrainConfig.kinds: {self.kinds!r} is not a comma-separated choice of "
                              f"{', '.join(EXAMPLE_KINDS)}")
+
+def cpu_bf16() -> list[str]:
+    """The bf16 instruction sets this CPU reports (`amx_bf16`, `avx512_bf16`, from `/proc/cpuinfo`'s flags); `[]`
+    when it has none or the file cannot be read (not Linux): then `TrainConfig(bf16=None)` trains in fp32."""
+    try: flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
+    except OSError: return []
+    return [f for f in ("amx_bf16", "avx512_bf16") if f in flags]
+
 
 # %% ../nbs/40_distill.ipynb #687a4b42
 def _split(examples, val_frac):
@@ -509,6 +566,15 @@ def normalize_adapter_config(out, base: str) -> dict:
     return c
 
 # %% ../nbs/40_distill.ipynb #3a87bf22
+def question_subset(qids, n: int) -> set[str]:
+    """The `n` question ids of `qids` (duplicates counted once) that come first in the order of
+    `stable_hash(["subset", qid])`: a seeded choice in which a smaller subset is always part of a larger one, drawn
+    independently of the validation split (`_split` hashes the bare id). `ValueError` when `n` exceeds the number of
+    distinct ids."""
+    ids = sorted(set(qids), key=lambda q: stable_hash(["subset", q]))
+    if n > len(ids): raise ValueError(f"questions={n}: the training data holds only {len(ids)} questions")
+    return set(ids[:n])
+
 def _training_sequences(paths: list, tok, cfg: TrainConfig) -> tuple[list[dict], list[dict], list[str]]:
     """`(examples, sequences, too-long ids)` of the collected files `paths`: the examples of the kinds `cfg.kinds`,
     serialized for `tok` (`serialize_examples`), a warning naming those over `cfg.max_len` tokens. `ValueError` when
@@ -516,6 +582,8 @@ def _training_sequences(paths: list, tok, cfg: TrainConfig) -> tuple[list[dict],
     import warnings
     examples = [e for e in read_examples(*paths) if e["kind"] in cfg.kinds.split(",")]
     if not examples: raise ValueError(f"{paths} hold no example of kinds {cfg.kinds!r}")
+    if cfg.questions:
+        examples = [e for e in examples if e["qid"] in question_subset([e["qid"] for e in examples], cfg.questions)]
     seqs, long = serialize_examples(tok, examples, cfg.max_len)
     if not seqs: raise ValueError(f"no example of {paths} fits max_len={cfg.max_len} tokens")
     if long: warnings.warn(f"{len(long)} of {len(examples)} examples are longer than max_len={cfg.max_len} tokens "
@@ -659,11 +727,13 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     first k steps of every run are the same, so a run continues to more steps, or ends at its checkpoint with `steps`
     set to the checkpoint's step). A progress bar shows the loss and the time left; the held-out validation loss
     (token-weighted mean over the validation examples) is computed after every epoch and at the end (`val_losses`:
-    `[[step, loss]]`). Examples longer than `max_len` tokens are left out, counted (`too_long`) and named
+    `[[step, loss]]`). `cfg.bf16=None` (the default) turns bf16 autocast on when the CPU has bf16
+    instructions; the manifest records the choice (`hyperparameters.bf16`) and the CPU's flags (`cpu_bf16`). Examples longer than `max_len` tokens are left out, counted (`too_long`) and named
     (`too_long_ids`), with a warning. Returns the manifest.
     `ValueError` when no example fits `max_len`; `DataError` for a checkpoint of other data or hyperparameters."""
     from transformers import AutoTokenizer
     cfg, out = cfg or TrainConfig(), Path(out)
+    if cfg.bf16 is None: cfg = replace(cfg, bf16=bool(cpu_bf16()))     # auto: recorded in the key and the manifest
     paths = [data] if isinstance(data, (str, Path)) else list(data)
     base = _base_path(student)
     tok = AutoTokenizer.from_pretrained(base)
@@ -679,6 +749,7 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     model.save_pretrained(out)
     normalize_adapter_config(out, student)
     man = _train_manifest(key, cfg, out, paths, examples, long, seqs, tr, va, state, val_loss)
+    man["cpu_bf16"] = cpu_bf16()
     (out / "manifest.json").write_text(json.dumps(man, indent=1))
     return man
 

@@ -418,3 +418,33 @@ def test_adapter_config_is_normalized_to_machine_independent_bytes(tmp_path):
     for d in ("a", "b"): normalize_adapter_config(tmp_path / d, "smollm2-135m")
     assert adapter_hash(tmp_path / "a") == adapter_hash(tmp_path / "b")
     assert json.loads((tmp_path / "a" / "adapter_config.json").read_text())["target_modules"] == ["k_proj", "q_proj"]
+
+
+ROOT = Path(__file__).resolve().parents[1]
+FINGERPRINTS = ROOT / "runs/distill/eval-fingerprints.json"
+
+
+def test_no_evaluation_id_or_question_text_is_in_the_training_data():
+    "Every committed training file against the committed fingerprints of the evaluation subsets: no data folder needed."
+    from megrag_kit.distill import DEFAULT_DATA, check_fingerprints
+    prints = json.loads(FINGERPRINTS.read_text())
+    assert {n: len(p["ids"]) for n, p in prints.items()} == {"2wikimultihopqa": 200, "musique": 200, "hotpotqa": 200, "demo": 30}
+    rows = [r for p in DEFAULT_DATA for r in read_jsonl(ROOT / p) if "qid" in r]
+    assert len(rows) > 1000                          # the training data at scale, every question checked
+    assert check_fingerprints(rows, prints) == {}
+    # the check bites: an evaluation id, and a (shipped) evaluation question's text in other case and spacing
+    ev = prints["musique"]["ids"][0]
+    assert check_fingerprints([{"qid": ev, "question": "x"}], prints) == {"musique": [ev]}
+    q = load_dataset("demo").questions[0]
+    assert check_fingerprints([{"qid": "mine", "question": "  " + q.question.upper()}], prints) == {"demo": ["mine"]}
+
+
+@needs_shared
+def test_committed_fingerprints_are_the_evaluation_subsets_of_the_data():
+    from megrag_kit.distill import eval_fingerprints
+    assert eval_fingerprints(eval_questions()) == json.loads(FINGERPRINTS.read_text())
+    # the training sets beyond the evaluation subsets hold none of their questions
+    for name in ("musique-dev-rest", "2wiki-dev-rest"):
+        ds = load_training(name)
+        kept, hits = check_disjoint(ds.questions, eval_questions())
+        assert hits == {} and len(kept) == len(ds.questions) > 90
