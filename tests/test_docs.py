@@ -23,6 +23,28 @@ def test_readme_keeps_the_test_command_ci_runs():
     for api in ("load_dataset(", "Resources(", "res.store.search(", "build_method(", "read_predictions("): assert api in readme
 
 
+def test_docs_script_runs_itself_again_under_the_kits_python(tmp_path, monkeypatch, capsys):
+    "Started by a Python without the docs packages: re-executed under .venv/bin/python, or told what to run (exit 2)."
+    venv = tmp_path / ".venv" / "bin" / "python"
+    venv.parent.mkdir(parents=True); venv.write_text("")
+    calls = []
+    monkeypatch.setattr(docs, "ROOT", tmp_path)
+    monkeypatch.setattr(docs, "_missing", lambda cmd: ["execnb"] if cmd == "site" else [])
+    monkeypatch.setattr(docs.os, "execv", lambda exe, args: calls.append((exe, args)))
+    monkeypatch.setattr(docs.sys, "executable", "/usr/bin/python3")
+    monkeypatch.delenv("MEGRAG_DOCS_REEXEC", raising=False)
+    docs.ensure_env(["readme"]); assert calls == []                                   # nothing missing: runs as is
+    docs.ensure_env(["site", "--only", "index"])
+    assert calls == [(str(venv), [str(venv), str(Path(docs.__file__).resolve()), "site", "--only", "index"])]
+    assert os.environ.pop("MEGRAG_DOCS_REEXEC") == "1"                                 # once only
+    monkeypatch.setenv("MEGRAG_DOCS_REEXEC", "1")                                      # the venv lacks them too
+    with pytest.raises(SystemExit) as e: docs.ensure_env(["site"])
+    assert e.value.code == 2 and ".venv/bin/python tools/docs.py site" in capsys.readouterr().err
+    venv.unlink(); monkeypatch.delenv("MEGRAG_DOCS_REEXEC")                            # no .venv at all
+    with pytest.raises(SystemExit): docs.ensure_env(["site"])
+    assert "cannot import execnb" in capsys.readouterr().err and len(calls) == 1
+
+
 def test_readme_text_rules(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# t\n\nprose\n"),

@@ -1,5 +1,8 @@
 """The documentation: README.md from nbs/index.ipynb, and the site in _docs/ (MkDocs with the Material theme).
 
+Any Python may start it: when the command's packages (execnb, nbdev, mkdocs, ...) do not import, it runs itself
+again under the kit's environment `.venv/bin/python` when that exists, and otherwise says what to run (exit 2).
+
     python tools/docs.py readme            write README.md from nbs/index.ipynb
     python tools/docs.py readme --check    exit 1 (and say where) when README.md differs from what index.ipynb gives
     python tools/docs.py site              build the site into _docs/ (git-ignored); exit 1 on a broken page
@@ -560,4 +563,37 @@ def main(argv=None) -> int:
     return 1 if res["warnings"] or res["broken"] else 0
 
 
-if __name__ == "__main__": sys.exit(main())
+NEEDS = {"site": ("execnb", "nbdev", "mkdocs", "yaml", "jupyter_server_mathjax"), "execute": ("execnb", "nbdev"),
+         "screenshots": ("selenium",), "serve": (), "readme": ()}
+
+
+def _missing(cmd: str) -> list[str]:
+    "The modules command `cmd` needs that this Python cannot import (`[]` when it has them all)."
+    import importlib.util
+    return [m for m in NEEDS.get(cmd, ()) if importlib.util.find_spec(m) is None]
+
+
+def ensure_env(argv: list[str]) -> None:
+    """Make sure the modules of the command in `argv` import: when one does not and the kit's environment
+    `.venv/bin/python` exists (and is not the Python running), run this script again under it with the same
+    arguments (`os.execv`; this call does not return). Otherwise print what to run and exit with status 2."""
+    cmd = next((a for a in argv if not a.startswith("-")), "")
+    missing = _missing(cmd)
+    if not missing: return
+    venv = ROOT / ".venv" / "bin" / "python"
+    other = Path(sys.executable).absolute() != venv.absolute()
+    if venv.exists() and other and not os.environ.get("MEGRAG_DOCS_REEXEC"):
+        print(f"tools/docs.py: {sys.executable} has no {', '.join(missing)}; "
+              f"running again under {venv.relative_to(ROOT)}", file=sys.stderr)
+        os.environ["MEGRAG_DOCS_REEXEC"] = "1"              # once: a venv that lacks them too ends below
+        os.execv(str(venv), [str(venv), str(Path(__file__).resolve()), *argv])
+        return                                              # not reached (execv replaces this process)
+    print(f"tools/docs.py {cmd}: this Python ({sys.executable}) cannot import {', '.join(missing)}. Run it with the "
+          f"kit's environment: `.venv/bin/python tools/docs.py {' '.join(argv)}` (after `tools/setup.sh`, which "
+          "creates .venv with the docs packages)", file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+    ensure_env(sys.argv[1:])
+    sys.exit(main())
