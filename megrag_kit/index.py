@@ -19,8 +19,8 @@ from .retrievers import INDEX_TYPES, BM25Index, DenseIndex, IndexMismatchError, 
 # %% auto #0
 __all__ = ['TRIPLE_SCHEMA', 'OPENIE_EXAMPLES', 'OPENIE_STOP', 'OPENIE_MODES', 'OPENIE_BACKENDS', 'CHUNKINGS', 'VIEW_FACTORIES',
            'split_sentences', 'SentenceView', 'ExtractedView', 'openie_prompt', 'is_grounded', 'parse_triples',
-           'StoreOptions', 'EvidenceStore', 'ParserOpenIE', 'ParsedView', 'default_parser', 'parser_triple_view',
-           'RestrictedStore', 'restrict', 'register_view', 'named_view']
+           'StoreOptions', 'EvidenceStore', 'index_line', 'ParserOpenIE', 'ParsedView', 'default_parser',
+           'parser_triple_view', 'RestrictedStore', 'restrict', 'register_view', 'named_view']
 
 # %% ../nbs/04_index.ipynb #360b41cd
 _segmenter = None
@@ -530,6 +530,65 @@ def build(self: EvidenceStore, views=("passage",), pids=None) -> dict:
             rep.update({f"{name}s": v.count(), f"passages_with_{name}s": len(v.extracted),
                         f"{name}_failures_total": len(v.failures), **{f"{name}_{k}": n for k, n in c.items()}})
     return rep
+
+# %% ../nbs/04_index.ipynb #25fb53ce
+class _CountingEmbedder:
+    "`base` (an `Embedder`) whose `encode` moves the tqdm `bar` by the number of texts embedded."
+    def __init__(self, base, bar): self.base, self.bar = base, bar
+    def encode(self, texts, *a, **kw):
+        v = self.base.encode(texts, *a, **kw); self.bar.update(len(texts)); return v
+    def __getattr__(self, name): return getattr(self.base, name)
+
+@patch
+def prepare(self: EvidenceStore, views=("passage",), show_progress: bool | None = None) -> dict:
+    """Build the indexes of `views` now, as one timed stage before any question is answered (the runner's
+    indexing stage), and return what it did: `{"status": "built" | "cache", "seconds": wall seconds of the stage,
+    "passages": passages in the corpus, "views": views prepared, "built": views made now, "cached": views read
+    from `root`}` (`status` is `built` when any view was made now).
+
+    `passage`: the dense passage vectors (`dense`), embedded with a progress bar of passages embedded / total, or
+    read from `root/vectors`; `bm25`; `sentence` (pysbd over every passage); an extracted view (`triple`, a
+    registered `proposition` view) is extracted for every passage, with its own bar of passages done (its LLM
+    calls are made here, under `cost_phase("indexing")`). `show_progress`: the bars (default: the store's
+    `show_progress`). `ValueError` for an unknown view, before anything is built."""
+    known = {"passage", "bm25", "triple", *self.views, *self._pending}
+    bad = [v for v in views if v not in known]
+    if bad: raise ValueError(f"unknown views {bad}; one of {sorted(known)}")
+    show = self.show_progress if show_progress is None else show_progress
+    t0, built, cached = time.perf_counter(), [], []
+    with cost_phase("indexing"):
+        for name in views:
+            if name == "passage":
+                d = self.dense
+                if d._index is not None or (d.meta_path.exists() and d.path.exists()):
+                    d.build(); cached.append(name); continue
+                bar = tqdm(total=len(self.contents), desc="index: embed passages", unit="passage", disable=not show,
+                           mininterval=1.0)
+                own = (d.embedder, d.show_progress)
+                d.embedder, d.show_progress = _CountingEmbedder(d.embedder, bar), False
+                try: d.build()
+                finally: d.embedder, d.show_progress = own; bar.close()
+                built.append(name)
+            elif name == "bm25":
+                (cached if (self.bm25.dir / "meta.json").exists() else built).append(name); self.bm25.build()
+            elif name == "sentence":
+                v = self.view("sentence")
+                (cached if v._sents is not None or v.path.exists() else built).append(name); v.load()
+            else:
+                v = self.view(name).load()
+                todo = len(self.passages) - len(v.extracted)
+                v.extract(range(len(self.passages))); (built if todo else cached).append(name)
+    return dict(status="built" if built else "cache", seconds=round(time.perf_counter() - t0, 3),
+                passages=len(self.passages), views=list(views), built=built, cached=cached)
+
+def index_line(rep: dict | None) -> str:
+    """One line of a `EvidenceStore.prepare` report: `6,119 passages in 16.1 min (built)` or `from cache (0.4 s)`;
+    `none` for `None` (no index stage). Seconds under a minute are shown in s, longer in min."""
+    if not rep: return "none"
+    s = rep["seconds"]
+    took = f"{s / 60:.1f} min" if s >= 60 else f"{s:.1f} s"
+    if rep["status"] == "cache": return f"from cache ({took})"
+    return f"{rep['passages']:,} passages in {took} (built: {', '.join(rep['built'])})"
 
 # %% ../nbs/04_index.ipynb #87e3da0f
 _PHRASE_DEPS = {"compound", "amod", "nummod", "poss", "case", "nmod", "flat", "quantmod", "npadvmod", "advmod"}

@@ -15,11 +15,12 @@ from .models import Cost, CostMeter, ModelCallError
 from .metrics import (exact_match, f1_score, answer_containment, retrieval_scores, bootstrap_ci,
                                 paired_bootstrap)
 from .method import Method
+from .index import index_line
 
 # %% auto #0
-__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'FAST_SETTINGS', 'SUMMARY_LEGEND', 'score', 'summarize', 'read_predictions', 'versions',
-           'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'estimate_calls', 'latency_basis', 'run',
-           'format_summary', 'check_same_texts', 'compare_runs']
+__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'FAST_SETTINGS', 'INDEX_VIEWS', 'SUMMARY_LEGEND', 'score', 'summarize',
+           'read_predictions', 'versions', 'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'index_stage',
+           'estimate_calls', 'latency_basis', 'run', 'format_summary', 'check_same_texts', 'compare_runs']
 
 # %% ../nbs/90_runner.ipynb #d6a8652b
 RETRIEVAL_KS = (1, 2, 5, 10, 20)
@@ -152,6 +153,26 @@ FAST_SETTINGS = {   # what makes a first run of each method short on a CPU (meas
     "cara": "--set agents=1 --set t_max=5 --set decoding=schema",
     "ircot": "--set max_steps=1", "iter_retgen": "--set iterations=1",
 }
+
+INDEX_VIEWS = {   # the store indexes each kit method searches, built before its first question (`index_stage`)
+    "native_rag": ("passage",), "megrag": ("passage", "sentence"), "evireform": ("passage",),
+    "ircot": ("passage",), "iter_retgen": ("passage",),
+}
+
+def index_stage(method: Method, show_progress: bool = True) -> dict | None:
+    """Build the store indexes `method` searches before any question is answered, as a stage of its own with its
+    own progress bar (`EvidenceStore.prepare`: passages embedded / total), and return its report (`status` built or
+    cache, `seconds`, `passages`, `views`, `built`, `cached`), or `None` when the method declares no index.
+
+    The views are `method.index_views` when the method class sets it, else `INDEX_VIEWS[method.name]`, plus
+    `triple` when the store extracts triples eagerly (`openie="eager"`); lazily extracted units (OpenIE,
+    propositions of the passages a question retrieves) are made while answering and counted apart."""
+    views = tuple(getattr(method, "index_views", None) or INDEX_VIEWS.get(method.name, ()))
+    store = getattr(method.res, "store", None) if views else None
+    if store is None: return None
+    if "sentence" in views and getattr(store, "openie", "lazy") == "eager" and "triple" in store._kinds().values():
+        views += ("triple",)
+    return store.prepare(views, show_progress)
 
 def estimate_calls(method: Method) -> tuple[float, str]:
     """`(LLM calls per question, what they are)`: an upper estimate of a method's answering calls under its config,
@@ -322,16 +343,19 @@ def _first_batch_note(n_batch: int, n_todo: int, seconds: float, calls: int) -> 
 
 # %% ../nbs/90_runner.ipynb #0838f13d
 def _finish(method: Method, out: Path, mf: dict, qs: list[Question], n_failed: int, show_progress: bool,
-            write: bool = True) -> dict:
+            write: bool = True, index: dict | None = None) -> dict:
     """After the last batch: the loaded models' identities added to `out/run.json` (manifest `mf`), then
-    `out/summary.json` over the rows of the questions `qs`; returns the summary. `write=False` (a run that was
-    complete before this call) computes the same summary and writes nothing."""
+    `out/summary.json` over the rows of the questions `qs`; returns the summary. `index`: this start's indexing,
+    the `index_stage` report plus `during_answering_s` (seconds of lazy indexing inside the batches) and
+    `answering_s` (the batches' wall seconds less their offline phases), kept as the summary's `index_build`.
+    `write=False` (a run that was complete before this call) computes the same summary and writes nothing."""
     mf["models"] = {**(mf.get("models") or {}), **method.res.loaded()}
     if write: (out / "run.json").write_text(json.dumps(mf, indent=1))
     ids = {q.qid for q in qs}
     rows = [r for r in read_predictions(out / "predictions.jsonl") if r["id"] in ids]
     scored = [r for r in rows if not r.get("failed")]
     summary = {**summarize(rows), **type(method).summarize(scored), "manifest": mf}
+    if index: summary["index_build"] = index
     if write: (out / "summary.json").write_text(json.dumps(summary, indent=1))
     if n_failed and show_progress:
         print(f"{n_failed} questions failed; run the same command again to retry them", flush=True)
@@ -344,11 +368,13 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     summary dict.
 
     Writes `out/run.json`, `out/predictions.jsonl` (one scored row per question; a failed question gets a row with
-    `failed`, retried on the next run) and `out/summary.json`; a run whose questions are all answered already is
-    read and summarized without writing anything (its identity still checked), so re-reading committed runs
-    changes no file. `ValueError` for `limit < 1`, `batch_size < 1` or an
-    `out` that is a file; `RunMismatchError` (a `ValueError`) if `out` holds another run (the message names each
-    differing field with both values) or if a model's identity changed since the run began."""
+    `failed`, retried on the next run) and `out/summary.json`. Before the first question, the store indexes the
+    method searches are built as a stage of their own (`index_stage`: its own progress bar, its time printed as
+    `indexing: ...` and kept in the summary's `index_build`); the question bar's s/q counts answering time only. A
+    run whose questions are all answered already is read and summarized without writing anything (its identity
+    still checked), so re-reading committed runs changes no file. `ValueError` for `limit < 1`, `batch_size < 1`
+    or an `out` that is a file; `RunMismatchError` (a `ValueError`) if `out` holds another run (the message names
+    each differing field with both values) or if a model's identity changed since the run began."""
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1 (or None for every question), got {limit}")
     if batch_size < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -362,23 +388,32 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
         try: importlib.import_module(mod)
         except ImportError: pass
     if show_progress and todo: _announce(method, len(todo), method.res)
+    index = index_stage(method, show_progress) if todo else None      # its own stage, bar and time
+    if index and show_progress: print(f"indexing: {index_line(index)}", flush=True)
     bar = tqdm(total=len(qs), initial=len(qs) - len(todo), desc=method.run_name(), disable=not show_progress, unit="q",
-               mininterval=1.0)
-    n_failed, live, t_start = 0, {"calls": 0, "t": 0.0}, time.perf_counter()
+               mininterval=1.0, bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]")
+    n_failed, live, t_start = 0, {"calls": 0, "t": 0.0, "s": 0.0, "n": 0, "idx": 0.0}, time.perf_counter()
+    def show():                          # s/q: answering seconds only (no model loading, no lazy indexing)
+        per = f"answering {live['s'] / live['n']:.2f} s/q, " if live["n"] else ""
+        bar.set_postfix_str(per + f"{live['calls']} LLM calls", refresh=True)
     def tick(phase, gens):               # every LLM call moves the bar's postfix (a long method's batch takes minutes)
         live["calls"] += len(gens)
-        if time.perf_counter() - live["t"] > 2:
-            live["t"] = time.perf_counter(); bar.set_postfix_str(f"{live['calls']} LLM calls", refresh=True)
+        if time.perf_counter() - live["t"] > 2: live["t"] = time.perf_counter(); show()
     with JsonlAppender(pf, what="prediction") as log, Heartbeat(bar, 20):
         for b in range(0, len(todo), batch_size):
             batch = todo[b:b + batch_size]
             parts = _answer_parts(method, batch, tick)
             if b == 0 and show_progress and len(todo) > len(batch):
                 _first_batch_note(len(batch), len(todo), time.perf_counter() - t_start, live["calls"])
-            for qb, answers, meter in parts: n_failed += _write_rows(log, method, qb, answers, meter)
-            bar.update(len(batch))
+            for qb, answers, meter in parts:
+                n_failed += _write_rows(log, method, qb, answers, meter)
+                if meter is not None:
+                    live["idx"] += meter.phase_s.get("indexing", 0.0)
+                    live["s"] += max(0.0, meter.wall_s - sum(v for k, v in meter.phase_s.items() if k != "answering"))
+            live["n"] += len(batch); bar.update(len(batch)); show()
     bar.close()
-    return _finish(method, out, mf, qs, n_failed, show_progress, write=not done)
+    if index: index = {**index, "during_answering_s": round(live["idx"], 3), "answering_s": round(live["s"], 3)}
+    return _finish(method, out, mf, qs, n_failed, show_progress, write=not done, index=index)
 
 # %% ../nbs/90_runner.ipynb #efe13e6b
 SUMMARY_LEGEND = ("scores are percentages (mean x100) with a 95% bootstrap interval; costs are means per question in "
@@ -403,10 +438,15 @@ def format_summary(s: dict, legend: bool = True) -> str:
         lo, hi = s["retrieved_depth"]
         lines.append(f"{'retrieved':18s} {lo}..{hi} passages per question")
     for c in (*COST_FIELDS, "unparsed_rate"): lines.append(f"{c:18s} {fmt(s.get(c, 0)):>8s}")
+    if s.get("index_build"):
+        ib = s["index_build"]
+        extra = f"; {ib['during_answering_s']:.1f} s more while answering" if ib.get("during_answering_s") else ""
+        lines.append(f"{'indexing':18s} {index_line(ib)}{extra}")
     if s.get("indexing"):
         lines.append(f"{'indexing/q':18s} " + ", ".join(f"{k} {'n/a' if v is None else format(v, 'g')}"
                                                         for k, v in s["indexing"].items()))
-    base = {"n", "failed", "ci", "manifest", "indexing", "unparsed_rate", "retrieved_depth", "k_beyond_retrieved",
+    base = {"n", "failed", "ci", "manifest", "indexing", "index_build", "unparsed_rate", "retrieved_depth",
+            "k_beyond_retrieved",
             *COST_FIELDS, *s.get("ci", {})}
     for k, v in s.items():
         if k not in base and not isinstance(v, dict): lines.append(f"{k:18s} {v}")

@@ -610,3 +610,29 @@ def test_parser_backend_of_the_store_writes_its_own_file_and_resumes(tmp_path):
     assert again.triples(7) == ts and again.extract_triples([7, 8, 9])["done"] == 0
     assert store.triples_path().read_text().splitlines() == lines       # nothing parsed twice
     with pytest.raises(ValueError, match=re.escape("openie_backend must be llm|parser, got 'spacy'")): EvidenceStore(demo, root=tmp_path, openie_backend="spacy")
+
+
+def test_a_run_builds_its_index_as_a_stage_and_reports_its_time(tmp_path, capsys):
+    "Issue 33: indexing is its own stage before the questions; its seconds are in the summary, and a cache hit says so."
+    from fakes import HashEmbedder
+    from megrag_kit.method import build_method
+    from megrag_kit.runner import format_summary, run
+    ds = load_dataset("demo")
+    small = Dataset("small", ds.questions[:2], ds.corpus)
+    llm = ScriptedLLM(lambda m: "Paris")
+    res = Resources(small, llm, HashEmbedder(), store_root=tmp_path / "store")
+    s = run(build_method("native_rag", {"k": 5}, res), small, tmp_path / "a", show_progress=True)
+    ib = s["index_build"]
+    assert (ib["status"], ib["built"], ib["passages"]) == ("built", ["passage"], len(ds.corpus)) and ib["seconds"] > 0
+    assert json.loads((tmp_path / "a" / "summary.json").read_text())["index_build"]["seconds"] == ib["seconds"]
+    assert ib["answering_s"] >= 0 and ib["during_answering_s"] == 0
+    out = capsys.readouterr()
+    assert f"indexing: {len(ds.corpus)} passages in " in out.out and "(built: passage)" in out.out
+    assert "index: embed passages" in out.err and "answering " in out.err and " s/q" in out.err   # the two bars
+    assert "indexing           254 passages in " in format_summary(s)
+    res2 = Resources(small, llm, HashEmbedder(), store_root=tmp_path / "store")      # another run, the same store
+    s2 = run(build_method("native_rag", {"k": 3}, res2), small, tmp_path / "b", show_progress=True)
+    assert s2["index_build"]["status"] == "cache" and s2["index_build"]["cached"] == ["passage"]
+    assert "indexing: from cache (" in capsys.readouterr().out and "from cache (" in format_summary(s2)
+    s3 = run(build_method("native_rag", {"k": 3}, res2), small, tmp_path / "b", show_progress=False)   # complete: read
+    assert "index_build" not in s3
