@@ -728,8 +728,9 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     set to the checkpoint's step). A progress bar shows the loss and the time left; the held-out validation loss
     (token-weighted mean over the validation examples) is computed after every epoch and at the end (`val_losses`:
     `[[step, loss]]`). `cfg.bf16=None` (the default) turns bf16 autocast on when the CPU has bf16
-    instructions; the manifest records the choice (`hyperparameters.bf16`) and the CPU's flags (`cpu_bf16`). Examples longer than `max_len` tokens are left out, counted (`too_long`) and named
-    (`too_long_ids`), with a warning. Returns the manifest.
+    instructions; the manifest records the choice (`hyperparameters.bf16`) and the CPU's flags (`cpu_bf16`).
+    Examples longer than `max_len` tokens are left out, counted (`too_long`) and named (`too_long_ids`), with a
+    warning. Returns the manifest.
     `ValueError` when no example fits `max_len`; `DataError` for a checkpoint of other data or hyperparameters."""
     from transformers import AutoTokenizer
     cfg, out = cfg or TrainConfig(), Path(out)

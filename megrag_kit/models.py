@@ -413,7 +413,8 @@ def content_sha256(path) -> str:
     path = Path(path).resolve()
     if path.suffix != ".json": return file_sha256(path)
     st = path.stat()
-    memo = cache_dir("fingerprints") / f"{stable_hash(['canonical-json', str(path), st.st_size, st.st_mtime_ns])[:32]}.txt"
+    key = stable_hash(["canonical-json", str(path), st.st_size, st.st_mtime_ns])[:32]
+    memo = cache_dir("fingerprints") / f"{key}.txt"
     if memo.exists(): return memo.read_text().strip()
     try: o = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as e: raise ValueError(f"{path}: not valid JSON ({e})") from None

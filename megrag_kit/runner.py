@@ -269,9 +269,9 @@ def _start_manifest(method: Method, dataset: Dataset, out: Path, qs: list[Questi
                     seed: int, manifest: dict | None, write: bool = True) -> dict:
     """Write `out/run.json` for this start of a run of `method` on the questions `qs` of `dataset` and return it: the
     method, its config, the dataset and its hashes, the models, the seed and the fields of `manifest` (an API key
-    replaced by a note), this start appended to `invocations` (with `write=False`, for a run that is already complete, nothing is written:
-    reading a committed run leaves its files as they are). A folder's earlier run must be the same
-    (`_resumed_manifest`)."""
+    replaced by a note), this start appended to `invocations` (with `write=False`, for a run that is already
+    complete, nothing is written: reading a committed run leaves its files as they are). A folder's earlier run
+    must be the same (`_resumed_manifest`)."""
     res = method.res
     now = dict(started=datetime.now(timezone.utc).isoformat(), limit=limit, n_questions=len(qs),
                batch_size=batch_size, versions=versions(), threads=thread_settings())
