@@ -405,6 +405,7 @@ def _move_staged(stage: Path, out: Path) -> None:
         os.replace(f, dest)
     shutil.rmtree(stage)
 
+# %% ../nbs/95_reproduce.ipynb #9082beef
 def _execute(pm, n: str, src: Path, p: dict, out: Path, root: Path, kernel: str, progress: bool, tag: str,
              dry: Path | None = None) -> dict:
     """Execute experiment `n` (notebook `src`) with parameters `p`; `{notebook, outputs, wall_s}`. The executed
@@ -495,6 +496,7 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
         if progress: print(f"copied {len(copied)} figures to {figures_dir}", flush=True)
     return done
 
+# %% ../nbs/95_reproduce.ipynb #4a1fbeef
 def _dry_run(pm, todo, ps: dict, out: Path, root: Path, kernel: str, progress: bool) -> dict:
     "`reproduce(dry_run=True)`: each notebook executed with its runs looked up, not answered (see `reproduce`)."
     import tempfile
