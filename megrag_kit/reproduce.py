@@ -246,8 +246,10 @@ def figure(self: Experiment, fig, name: str, data=None) -> list[Path]:
     `NAME.csv`."""
     import matplotlib.pyplot as plt
     paths = [self.dest / "figures" / f"{name}.{e}" for e in ("png", "svg")]
-    with plt.rc_context({"svg.fonttype": "none"}):
-        for p in paths: fig.savefig(p, dpi=120, bbox_inches="tight")
+    # no date and a fixed id salt in the SVG: the same figure gives the same bytes on every reproduction
+    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "megrag-kit"}):
+        for p in paths:
+            fig.savefig(p, dpi=120, bbox_inches="tight", metadata={"Date": None} if p.suffix == ".svg" else None)
     if data is not None:
         data.to_csv(self.dest / "figures" / f"{name}.csv", index=False)
         paths.append(self.dest / "figures" / f"{name}.csv")

@@ -40,3 +40,17 @@ def test_the_committed_demo_reproduction_is_reused_whole():
     assert all(v["stopped"] is None for v in d.values())
     assert sum(len(v["runs"]) for v in d.values()) > 50
     assert {n: v["to_answer"] for n, v in d.items()} == {n: 0 for n in d}
+
+
+def test_a_figure_saved_twice_has_the_same_bytes(tmp_path):
+    "A reproduction that re-draws a figure from the same runs leaves its SVG as it was (no date, fixed id salt)."
+    import matplotlib; matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from megrag_kit.reproduce import Experiment
+    got = []
+    for _ in range(2):
+        e = Experiment("x", dict(out=str(tmp_path), device="cpu", seed=0))
+        fig, ax = plt.subplots(); ax.plot([1, 2], [3, 4]); ax.set_title("a title")
+        e.figure(fig, "f"); plt.close(fig)
+        got.append((tmp_path / "figures" / "f.svg").read_bytes())
+    assert got[0] == got[1] and b"<dc:date>" not in got[0]
