@@ -14,8 +14,8 @@ from .models import ModelCallError, ModelOptions, check_model_spec, spec_forms
 from .retrievers import IndexMismatchError
 from .method import ConfigError, Resources, discover, get_method
 from .reproduce import EXPERIMENTS
-from .runner import (RunMismatchError, check_run_folder, compare_runs, dataset_hashes, format_summary,
-                     run as run_questions)
+from .runner import (RunLockedError, RunMismatchError, check_run_folder, compare_runs, dataset_hashes,
+                     format_summary, run as run_questions)
 from .report import report as report_md
 
 # %% auto #0
@@ -45,7 +45,8 @@ def _options(debug: bool = typer.Option(False, "--debug", help="show the full tr
 # %% ../nbs/99_cli.ipynb #81a6cf4b
 def friendly(fn):
     """A command whose expected failures (a bad file, parameter, run folder, model server...) print one line,
-    `Error: ...`, and exit with status 2 (a parameter or run folder the command line asked for) or 1 (anything else);
+    `Error: ...`, and exit with status 2 (a parameter, or a run folder the command line asked for that holds another
+    run or is in use by another process) or 1 (anything else);
     `--debug` shows the traceback instead. Programming errors are not caught."""
     @functools.wraps(fn)
     def wrapper(*a, **kw):
@@ -54,7 +55,7 @@ def friendly(fn):
             if _STATE["debug"]: raise
             msg = str(e).strip('"') if isinstance(e, KeyError) else str(e)
             typer.echo(f"Error: {msg}", err=True); typer.echo("(run with --debug for the traceback)", err=True)
-            raise typer.Exit(2 if isinstance(e, (ConfigError, RunMismatchError)) else 1)   # 2: the command line asked
+            raise typer.Exit(2 if isinstance(e, (ConfigError, RunMismatchError, RunLockedError)) else 1)  # 2: asked
     return wrapper
 
 # %% ../nbs/99_cli.ipynb #6aef5bdd
@@ -149,8 +150,8 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     call per passage; the run folder records which backend was used), else with the LLM.
 
     Exit status: 0 done; 1 an error (one line says what and where); 2 a bad option or parameter, or a run folder
-    holding another run; 3 finished, but some questions failed (their model calls failed for good): the same
-    command retries only those."""
+    holding another run or in use by another process (the same --out: the holder's PID is named); 3 finished,
+    but some questions failed (their model calls failed for good): the same command retries only those."""
     discover(plugin or [])                                  # every check below runs before any model loads
     backend = _openie_backend(openie_backend)
     store = _store(openie=openie, chunking=chunking, openie_backend=backend, index_type=index_type)

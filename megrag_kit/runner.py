@@ -4,7 +4,7 @@
 
 # %% ../nbs/90_runner.ipynb #2b46ea7e
 from __future__ import annotations
-import importlib, json, platform, subprocess, textwrap, time, warnings
+import contextlib, errno, importlib, json, os, platform, subprocess, textwrap, time, warnings
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -18,9 +18,10 @@ from .method import Method
 from .index import index_line
 
 # %% auto #0
-__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'FAST_SETTINGS', 'INDEX_VIEWS', 'SUMMARY_LEGEND', 'score', 'summarize',
-           'read_predictions', 'versions', 'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'index_stage',
-           'estimate_calls', 'latency_basis', 'run', 'format_summary', 'check_same_texts', 'compare_runs']
+__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'LOCK_FILE', 'FAST_SETTINGS', 'INDEX_VIEWS', 'SUMMARY_LEGEND', 'score', 'summarize',
+           'read_predictions', 'versions', 'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'RunLockedError',
+           'lock_run_folder', 'index_stage', 'estimate_calls', 'latency_basis', 'run', 'format_summary',
+           'check_same_texts', 'compare_runs']
 
 # %% ../nbs/90_runner.ipynb #d6a8652b
 RETRIEVAL_KS = (1, 2, 5, 10, 20)
@@ -145,6 +146,63 @@ def check_run_folder(out) -> Path:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder: give a folder for the run")
     return out
+
+# %% ../nbs/90_runner.ipynb #ac032955
+LOCK_FILE = "run.lock"
+
+class RunLockedError(ValueError):
+    """Another process is running in the run folder (it holds the folder's lock); the message names the folder, the
+    lock file and the holder's PID."""
+
+def _holder_pid(fd: int) -> str:
+    "The PID written in an open lock file (`'unknown'` when the holder has not written it yet)."
+    for _ in range(20):                    # a holder writes its PID right after taking the lock
+        pid = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        if pid: return pid
+        time.sleep(0.01)
+    return "unknown"
+
+def _acquire(path: Path, out: Path) -> int | None:
+    "The descriptor of `path` opened and locked (`LOCK_EX | LOCK_NB`), or `None` where the folder cannot be written."
+    import fcntl
+    while True:
+        try: fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except PermissionError: return None           # nothing can be written there (a read-only run folder)
+        except OSError as e:
+            if e.errno == errno.EROFS: return None
+            raise
+        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _holder_pid(fd); os.close(fd)
+            raise RunLockedError(f"{out} is in use by another run (PID {pid} holds {path}): wait for it to end, or "
+                                 "choose another out folder") from None
+        try: same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError: same = False
+        if same: break
+        os.close(fd)                          # a holder that just ended removed the file we opened: lock the new one
+    os.ftruncate(fd, 0); os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+@contextlib.contextmanager
+def lock_run_folder(out):
+    """Hold the run folder `out` (a `Path` or str; created if missing) for the block, so that one process at a time
+    runs in it: an exclusive `fcntl.flock` on `out/run.lock`, a file holding the holder's PID.
+
+    `RunLockedError` (a `ValueError`) at once, naming the folder, the lock file and the holding PID, when another
+    process holds it (another `megrag-kit run` with the same `--out`; a lock taken twice in one process is refused
+    too). The lock dies with its process: a killed run leaves at most a stale `run.lock`, which does not block the
+    next one. The file is removed when the block ends. A folder that cannot be written (read-only) is not locked,
+    and neither is any folder where `fcntl` is missing (Windows)."""
+    out = Path(out); out.mkdir(parents=True, exist_ok=True)
+    try: import fcntl  # noqa: F401
+    except ImportError: yield out; return
+    path = out / LOCK_FILE
+    fd = _acquire(path, out)
+    try: yield out
+    finally:
+        if fd is not None:
+            with contextlib.suppress(OSError): os.unlink(path)      # while still held: no other process locks it
+            os.close(fd)
 
 # %% ../nbs/90_runner.ipynb #520c5dc7
 FAST_SETTINGS = {   # what makes a first run of each method short on a CPU (measured: benchmarks/results/first_runs.md)
@@ -374,11 +432,18 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     run whose questions are all answered already is read and summarized without writing anything (its identity
     still checked), so re-reading committed runs changes no file. `ValueError` for `limit < 1`, `batch_size < 1`
     or an `out` that is a file; `RunMismatchError` (a `ValueError`) if `out` holds another run (the message names
-    each differing field with both values) or if a model's identity changed since the run began."""
+    each differing field with both values) or if a model's identity changed since the run began; `RunLockedError` (a
+    `ValueError`) at once, naming the folder and the holder's PID, while another process runs in `out`
+    (`lock_run_folder`: the folder is locked for the whole run)."""
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1 (or None for every question), got {limit}")
     if batch_size < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    out = check_run_folder(out); out.mkdir(parents=True, exist_ok=True)
+    out = check_run_folder(out)
+    with lock_run_folder(out): return _run_held(method, dataset, out, limit, batch_size, seed, show_progress, manifest)
+
+def _run_held(method: Method, dataset: Dataset, out: Path, limit, batch_size: int, seed: int, show_progress: bool,
+              manifest: dict | None) -> dict:
+    "`run` in the folder `out`, which this process holds (`lock_run_folder`)."
     qs = dataset.questions[:limit] if limit else dataset.questions
     pf = out / "predictions.jsonl"
     done = (out / "run.json").exists() and not _todo(pf, qs, out, False)     # complete: read, never rewritten

@@ -366,3 +366,53 @@ def test_a_clone_folder_shadowing_the_package_gives_a_clear_error(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode != 0 and "TypeError" not in r.stderr, r.stderr[-2000:]
     assert "namespace package" in r.stderr and str(tmp_path / "megrag_kit") in r.stderr, r.stderr[-2000:]
+
+
+# -- two runs on one run folder (each wrote every question: 16 rows for 8 questions)
+
+HOLD_PLUGIN = '''
+"A toy method that says when it starts answering, then waits for a release file (a run that holds its folder)."
+import os, time
+from pathlib import Path
+from megrag_kit.method import Answer, Method, register
+
+@register
+class HoldToy(Method):
+    name = "_hold_toy"
+    def answer(self, questions):
+        Path(os.environ["HOLD_DIR"], f"started-{os.getpid()}").touch()
+        t0 = time.time()
+        while not Path(os.environ["HOLD_DIR"], "release").exists() and time.time() - t0 < 300: time.sleep(0.05)
+        return [Answer(q.answers[0], list(q.gold_pids)) for q in questions]
+'''
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="flock and SIGKILL are POSIX")
+def test_a_second_run_on_a_folder_in_use_is_refused_and_a_killed_holder_does_not_block(tmp_path):
+    import signal
+    (tmp_path / "hold_toy_plugin.py").write_text(HOLD_PLUGIN)
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "HOLD_DIR": str(tmp_path),
+           "MEGRAG_KIT_CACHE": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-c", "from megrag_kit.cli import main; main()", "run", "_hold_toy", "--plugin", "hold_toy_plugin",
+           "--dataset", "demo", "--limit", "8", "--batch-size", "4", "--out", str(out)]
+    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        t0 = time.time()
+        while not (tmp_path / f"started-{first.pid}").exists():       # the first run is answering: it holds the folder
+            assert first.poll() is None and time.time() - t0 < 600, first.stdout.read()[-2000:]
+            time.sleep(0.05)
+        second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        err = [l for l in second.stderr.splitlines() if l.startswith("Error: ")]
+        assert second.returncode == 2 and len(err) == 1, (second.returncode, second.stdout[-2000:], second.stderr[-2000:])
+        assert str(out) in err[0] and f"PID {first.pid}" in err[0], err
+        assert not list(tmp_path.glob("started-*"))[1:], "the second run must not start answering"
+    finally:
+        first.send_signal(signal.SIGKILL); first.wait()
+    assert (out / "run.lock").exists()                     # a killed holder leaves its lock file, which does not block
+    (tmp_path / "release").touch()
+    third = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert third.returncode == 0, third.stdout[-2000:] + third.stderr[-2000:]
+    ids = [json.loads(line)["id"] for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert ids == [q.qid for q in load_dataset("demo").questions[:8]]            # every question once
+    assert not (out / "run.lock").exists()                 # released with the run
