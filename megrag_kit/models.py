@@ -13,15 +13,15 @@ from fastcore.basics import patch
 from .core import cache_dir, check_device, resolve_device, stable_hash
 
 # %% auto #0
-__all__ = ['SPECIAL_TOKENS_END', 'MODEL_FILES', 'WRITER_KEYS', 'SMOLLM2_GGUF', 'RESPONSE_FORMATS', 'TOKEN_FIELDS', 'MODEL_SPECS',
-           'LLM_OPTIONS', 'EMBEDDER_DTYPES', 'LLAMACPP_SUFFIX', 'GGUF_LORA_TENSORS', 'Generation', 'Cost', 'cost_phase',
-           'CostMeter', 'cacheable', 'LLMCache', 'split_reasoning', 'as_messages', 'cut_at_stop', 'cut_special_tokens',
-           'StructuredOutputError', 'ModelCallError', 'ChatModel', 'file_sha256', 'content_sha256', 'model_identity',
-           'smollm2_path', 'HFChatModel', 'proxy_for', 'fold_system', 'OpenAIChatModel', 'parse_json', 'json_present',
-           'parse_structured', 'structured', 'Embedder', 'minilm_path', 'STEmbedder', 'OpenAIEmbedder', 'spec_forms',
-           'spec_table', 'check_llm_options', 'check_model_spec', 'load_llm', 'load_embedder', 'ModelOptions',
-           'gguf_file', 'anchored_patterns', 'LlamaCppChatModel', 'adapter_hash', 'rope_permute', 'lora_to_gguf',
-           'load_student']
+__all__ = ['SPECIAL_TOKENS_END', 'MODEL_FILES', 'WRITER_KEYS', 'SMOLLM2_GGUF', 'TRANSIENT_STATUS', 'RESPONSE_FORMATS',
+           'TOKEN_FIELDS', 'MODEL_SPECS', 'LLM_OPTIONS', 'EMBEDDER_DTYPES', 'LLAMACPP_SUFFIX', 'GGUF_LORA_TENSORS',
+           'Generation', 'Cost', 'cost_phase', 'CostMeter', 'cacheable', 'LLMCache', 'split_reasoning', 'as_messages',
+           'cut_at_stop', 'cut_special_tokens', 'StructuredOutputError', 'ModelCallError', 'ChatModel', 'file_sha256',
+           'content_sha256', 'model_identity', 'smollm2_path', 'HFChatModel', 'proxy_for', 'retryable_status',
+           'fold_system', 'OpenAIChatModel', 'parse_json', 'json_present', 'parse_structured', 'structured', 'Embedder',
+           'minilm_path', 'STEmbedder', 'OpenAIEmbedder', 'spec_forms', 'spec_table', 'check_llm_options',
+           'check_model_spec', 'load_llm', 'load_embedder', 'ModelOptions', 'gguf_file', 'anchored_patterns',
+           'LlamaCppChatModel', 'adapter_hash', 'rope_permute', 'lora_to_gguf', 'load_student']
 
 # %% ../nbs/02_models.ipynb #639aa653
 @dataclass
@@ -646,9 +646,32 @@ def _refusal_hint(text: str, payload: dict) -> str:
     return f"; the server refuses a field of the request: try {' or '.join(hints)}" if hints else ""
 
 # %% ../nbs/02_models.ipynb #fc2dedc6
+TRANSIENT_STATUS = (408, 409, 429, 502, 503, 504)
+# words of a 5xx that no retry can fix: the prompt does not fit, or the request itself is wrong
+_PERMANENT_5XX = re.compile(r"context (?:size|length|window)|maximum context|too long|too many tokens|invalid", re.I)
+
+def _server_message(r) -> str:
+    "The error message of a reply (`error.message`, `message` or `detail` of a JSON body), else its first 300 chars."
+    try: body = r.json()
+    except ValueError: body = None
+    err = body.get("error") if isinstance(body, dict) else None
+    for v in ((err or {}).get("message") if isinstance(err, dict) else err,
+              *((body.get("message"), body.get("detail")) if isinstance(body, dict) else ())):
+        if isinstance(v, str) and v.strip(): return v.strip()[:300]
+    return r.text[:300]
+
+def retryable_status(code: int, text: str = "") -> bool:
+    """Whether an HTTP reply of status `code` and body `text` may pass when asked again: 408, 409, 429, 502, 503 and
+    504 always; another 5xx (500, ...) unless its body says the request cannot pass (`context size`, `maximum
+    context`, `too long`, `too many tokens`, `invalid`: llama.cpp answers a prompt past its context with HTTP 500)
+    or it is 501/505; any other 4xx never (vLLM answers a prompt past the context with HTTP 400)."""
+    if code in TRANSIENT_STATUS: return True
+    return code >= 500 and code not in (501, 505) and not _PERMANENT_5XX.search(text or "")
+
 def _check_status(client, url: str, r, payload: dict):
     "Raise `_Retryable` or `ModelCallError` for a reply `r` that is not HTTP 200; nothing for a 200."
-    if r.status_code in (408, 409, 429) or r.status_code >= 500:
+    if r.status_code == 200: return
+    if retryable_status(r.status_code, r.text):
         raise _Retryable(f"{url}: HTTP {r.status_code} {r.text[:200]}{_via(client, url)}", _retry_after(r))
     if r.status_code in (401, 403):
         raise ModelCallError(f"{url}: HTTP {r.status_code} (not authorized): set OPENAI_API_KEY to the server's "
@@ -660,9 +683,12 @@ def _check_status(client, url: str, r, payload: dict):
                              f"openai:URL#MODEL")
     if r.status_code == 404:
         raise ModelCallError(f"{url}: HTTP 404: check the base URL (vLLM and SGLang serve under .../v1)")
-    if r.status_code != 200:
-        hint = _refusal_hint(r.text, payload) if r.status_code in (400, 422) else ""
-        raise ModelCallError(f"{url}: HTTP {r.status_code} {r.text[:300]}{hint}")
+    msg = _server_message(r)
+    hint = _refusal_hint(r.text, payload) if r.status_code in (400, 422) else ""
+    if re.search(r"context (?:size|length|window)|maximum context", msg, re.I):
+        hint = ("; the prompt does not fit the model's context: fewer or shorter passages (e.g. --set k=...), or a "
+                "server started with a longer context (llama.cpp -c, vLLM --max-model-len)")
+    raise ModelCallError(f"{url}: HTTP {r.status_code}: {msg}{hint}")
 
 # %% ../nbs/02_models.ipynb #c7a07ef7
 def _post_json(client, url: str, payload: dict, headers: dict, max_retries: int, read=lambda r: r) -> object:

@@ -416,3 +416,63 @@ def test_a_second_run_on_a_folder_in_use_is_refused_and_a_killed_holder_does_not
     ids = [json.loads(line)["id"] for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert ids == [q.qid for q in load_dataset("demo").questions[:8]]            # every question once
     assert not (out / "run.lock").exists()                 # released with the run
+
+
+# -- errors that cannot pass on retry (a prompt past the context size was asked 10 times, 40 s per question)
+
+class _Scripted:
+    "A chat-completions server answering each request with the next `(status, JSON body)` of `script` (then 200 OK)."
+    def __init__(self, script):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        import threading
+        self.script, self.n = list(script), 0
+        outer = self
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a): pass
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                outer.n += 1
+                code, body = outer.script.pop(0) if outer.script else (200, {"choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "Paris"}, "finish_reason": "stop"}]})
+                data = json.dumps(body).encode()
+                self.send_response(code); self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data))); self.end_headers(); self.wfile.write(data)
+        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), H); self.srv.daemon_threads = True
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.srv.server_address[1]}/v1"
+    def close(self): self.srv.shutdown(); self.srv.server_close()
+
+
+LLAMACPP_CTX = (500, {"error": {"code": 500, "message": "the request exceeds the available context size, try increasing it",
+                                "type": "exceed_context_size_error", "n_prompt_tokens": 5120, "n_ctx": 4096}})
+VLLM_CTX = (400, {"object": "error", "message": "This model's maximum context length is 2048 tokens. However, you requested 3000 "
+                  "tokens (2936 in the messages, 64 in the completion). Please reduce the length of the messages or completion.",
+                  "type": "BadRequestError", "param": None, "code": 400})
+
+
+@pytest.mark.parametrize("reply, says", [
+    (LLAMACPP_CTX, "HTTP 500: the request exceeds the available context size"),
+    (VLLM_CTX, "HTTP 400: This model's maximum context length is 2048 tokens"),
+    ((500, {"error": {"message": "Prompt is too long for this model"}}), "HTTP 500: Prompt is too long"),
+    ((500, {"error": {"message": "Invalid JSON schema: unknown keyword"}}), "HTTP 500: Invalid JSON schema"),
+    ((422, {"detail": "invalid temperature"}), "HTTP 422: invalid temperature"),
+    ((413, {"error": "request entity too large"}), "HTTP 413"),
+], ids=["llamacpp-context", "vllm-context", "too-long-500", "invalid-500", "422", "413"])
+def test_an_error_that_cannot_pass_on_retry_fails_at_once_with_the_servers_message(reply, says, no_sleep):
+    srv = _Scripted([reply] * 10)
+    try:
+        with pytest.raises(ModelCallError) as e: OpenAIChatModel(srv.url, "m", cache=False, max_retries=4)("hi")
+        assert srv.n == 1 and says in str(e.value) and "gave up after" not in str(e.value), (srv.n, str(e.value))
+    finally: srv.close()
+
+
+@pytest.mark.parametrize("code", [429, 502, 503, 504, 408, 500])
+def test_a_transient_error_is_still_retried(code, no_sleep):
+    srv = _Scripted([(code, {"error": {"message": "server busy, try later"}})] * 2)
+    try:
+        assert OpenAIChatModel(srv.url, "m", cache=False, max_retries=4)("hi").text == "Paris" and srv.n == 3
+        srv.script, srv.n = [(code, {"error": {"message": "server busy"}})] * 10, 0
+        with pytest.raises(ModelCallError, match=f"gave up after 3 attempts: .*HTTP {code}"):
+            OpenAIChatModel(srv.url, "m", cache=False, max_retries=2)("hi")
+        assert srv.n == 3
+    finally: srv.close()
