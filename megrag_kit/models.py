@@ -541,10 +541,6 @@ class _Retryable(Exception):
     def __init__(self, msg: str, retry_after: float | None = None):
         super().__init__(msg); self.retry_after = retry_after
 
-class _EmptyReply(_Retryable):
-    "A reply whose content is empty: asked again; when every attempt is empty, the empty reply itself is the result."
-    def __init__(self, msg: str, value): super().__init__(msg); self.value = value
-
 def _retry_after(r) -> float | None:
     "Seconds from a `Retry-After` header (a number or an HTTP date), `None` when absent or unreadable."
     v = r.headers.get("retry-after")
@@ -716,7 +712,6 @@ def _post_json(client, url: str, payload: dict, headers: dict, max_retries: int,
         _check_status(client, url, r, payload)
         return read(_decode(r, url))
     try: return go()
-    except _EmptyReply as e: return e.value                 # the model (not the transport) said nothing, every time
     except _Retryable as e: raise ModelCallError(f"gave up after {max_retries + 1} attempts: {e}") from None
 
 # %% ../nbs/02_models.ipynb #48f7e6a6
@@ -785,7 +780,10 @@ class OpenAIChatModel(ChatModel):
 # %% ../nbs/02_models.ipynb #360b83db
 @patch
 def _read(self: OpenAIChatModel, r: dict) -> Generation:
-    "The `Generation` of one reply dict; `_Retryable` for a reply without a usable message."
+    """The `Generation` of one reply dict; `_Retryable` for a reply without a usable message, and for one without answer
+    text: `content` null, empty or blank, or holding only a reasoning block or chat-template tokens, with no tool call
+    (a failed call, never an answer; a reply cut by the token limit after some text or reasoning is returned as
+    truncated, `finish_reason == 'length'`)."""
     url = f"{self.base_url}/chat/completions"
     try: ch = r["choices"][0]; msg = ch.get("message") or {}
     except (KeyError, IndexError, TypeError, AttributeError):
@@ -795,12 +793,15 @@ def _read(self: OpenAIChatModel, r: dict) -> Generation:
     u = r.get("usage") or {}
     tokens = dict(prompt_tokens=u.get("prompt_tokens"), completion_tokens=u.get("completion_tokens"))
     if msg.get("refusal"): return Generation("", **tokens, reasoning=reasoning, finish_reason="refusal")
-    if content is None and not reasoning: raise _Retryable(f"{url}: reply with content null (finish_reason {finish!r})")
     if not isinstance(content, (str, type(None))):
         raise _Retryable(f"{url}: reply content is a {type(content).__name__}, not text")
     g = Generation(content or "", **tokens, reasoning=reasoning, finish_reason=finish)
-    if not g.text.strip() and not reasoning:
-        raise _EmptyReply(f"{url}: reply with empty content (finish_reason {finish!r})", g)
+    if msg.get("tool_calls") or msg.get("function_call"): return g           # a tool call is not an empty reply
+    said = split_reasoning(cut_special_tokens(g.text))[1].strip()
+    if not said and not (finish == "length" and (reasoning or g.text.strip())):
+        what = "content null" if content is None else "empty content"
+        only = ", reasoning only" if reasoning else ""
+        raise _Retryable(f"{url}: reply with {what} (finish_reason {finish!r}{only}): no answer text")
     return g
 
 # %% ../nbs/02_models.ipynb #b56836ca

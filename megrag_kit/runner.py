@@ -5,6 +5,7 @@
 # %% ../nbs/90_runner.ipynb #2b46ea7e
 from __future__ import annotations
 import contextlib, errno, importlib, json, os, platform, subprocess, textwrap, time, warnings
+from collections import Counter
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -48,7 +49,8 @@ def _metric_keys(rows: list[dict]) -> list[str]:
     return head + by_k + (["mrr"] if "mrr" in keys else [])
 
 def summarize(rows: list[dict]) -> dict:
-    """Means over prediction rows (failed rows, those with a `failed` field, are counted apart, not scored): each
+    """Means over prediction rows (failed rows, those with a `failed` field, are counted apart, not scored, and
+    `failed_reasons` maps their three most common messages to how many rows each failed, when any did): each
     score x100 with `ci[score] = [lo, hi]` (95% bootstrap), `n` (scored questions), `failed`, the mean of each
     `COST_FIELDS` entry per question (`None` when any row's value is unknown), `unparsed_rate` (unparsed calls per
     100 calls) and `indexing` (mean indexing cost per question). With retrieval scores, `retrieved_depth` is
@@ -57,6 +59,7 @@ def summarize(rows: list[dict]) -> dict:
     failed = [r for r in rows if r.get("failed")]
     rows = [r for r in rows if not r.get("failed")]
     out, ci = {"n": len(rows), "failed": len(failed)}, {}
+    if failed: out["failed_reasons"] = dict(Counter(str(r["failed"])[:400] for r in failed).most_common(3))
     depths = [len(r.get("retrieved") or []) for r in rows if "mrr" in r]
     if depths:
         out["retrieved_depth"] = [min(depths), max(depths)]
@@ -510,15 +513,18 @@ def format_summary(s: dict, legend: bool = True) -> str:
     if s.get("indexing"):
         lines.append(f"{'indexing/q':18s} " + ", ".join(f"{k} {'n/a' if v is None else format(v, 'g')}"
                                                         for k, v in s["indexing"].items()))
-    base = {"n", "failed", "ci", "manifest", "indexing", "index_build", "unparsed_rate", "retrieved_depth",
+    base = {"n", "failed", "failed_reasons", "ci",
+            "manifest", "indexing", "index_build", "unparsed_rate", "retrieved_depth",
             "k_beyond_retrieved",
             *COST_FIELDS, *s.get("ci", {})}
     for k, v in s.items():
         if k not in base and not isinstance(v, dict): lines.append(f"{k:18s} {v}")
     for k, v in s.items():
         if k not in base and isinstance(v, dict) and v: lines.append(f"{k:18s} {json.dumps(v)}")
-    if s.get("failed"): lines.append(f"{s['failed']} questions failed (see their rows' 'failed' field); run the same "
-                                     "command again to retry them")
+    if s.get("failed"):
+        lines.append(("every question failed" if not s["n"] else f"{s['failed']} questions failed") + ": "
+                     + "; ".join(f"{k} x {why}" for why, k in (s.get("failed_reasons") or {}).items())
+                     + " (see their rows' 'failed' field); run the same command again to retry them")
     if legend: lines += ["", *textwrap.wrap(SUMMARY_LEGEND, 110)]
     return "\n".join(lines)
 

@@ -262,14 +262,39 @@ def test_a_proxy_is_named_when_it_is_used_and_no_proxy_is_honoured(stub_server, 
 
 # -- empty content and chat-template tokens in a reply
 
-def test_an_empty_reply_is_asked_again_and_kept_only_when_it_stays_empty(stub_server, no_sleep, tmp_path):
+def test_an_empty_reply_is_asked_again_and_a_failed_call_when_it_stays_empty(stub_server, no_sleep, tmp_path):
     stub_server.faults = ["empty"]
     cache = LLMCache(tmp_path / "c")
     assert OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=2)("hi").text == "echo: hi"
     assert stub_server.n_chat == 2
     stub_server.faults = ["empty"] * 10
-    g = OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=2)("other")
-    assert g.text == "" and stub_server.n_chat == 5 and len(cache) == 1        # 3 attempts; the empty reply is not cached
+    with pytest.raises(ModelCallError, match=r"gave up after 3 attempts: .*reply with empty content \(finish_reason 'stop'\)"):
+        OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=2)("other")
+    assert stub_server.n_chat == 5 and len(cache) == 1                  # 3 attempts; nothing empty is cached
+    for reply in ("<think>It is Paris.</think>", "  \n ", "<|im_end|>"):    # nothing after the thinking, blanks, a bare end token
+        stub_server.faults, stub_server.respond = [], lambda body, r=reply: r
+        with pytest.raises(ModelCallError, match="empty content"): OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=0)("x")
+    stub_server.faults, stub_server.respond = ["null"], None
+    with pytest.raises(ModelCallError, match="content null"): OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=0)("y")
+    assert len(cache) == 1
+
+
+def test_a_server_that_says_nothing_fails_every_question_and_the_run_says_so(stub_server, no_sleep, tmp_path):
+    "Every question scored 0 and the run exited 0, silently: now each is a failed question, counted, with the reason."
+    stub_server.respond = lambda body: ""
+    out = tmp_path / "r"
+    r = CliRunner().invoke(app, ["run", "direct", "--dataset", "demo", "--limit", "3", "--no-cache", "--out", str(out),
+                                 "--llm", f"openai:{stub_server.url}#m", "--llm-option", "max_retries=1"])
+    assert r.exit_code == 3 and "(n=0, failed=3)" in r.output and "every question failed: 3 x gave up after 2 attempts" in r.output, r.output
+    rows = read_predictions(out / "predictions.jsonl")
+    assert len(rows) == 3 and all("reply with empty content" in x["failed"] and "f1" not in x and "prediction" not in x for x in rows)
+    s = json.loads((out / "summary.json").read_text())
+    assert (s["n"], s["failed"], list(s["failed_reasons"].values())) == (0, 3, [3]) and "em" not in s
+    stub_server.respond = None                                          # the server answers again: only the failed are asked
+    r = CliRunner().invoke(app, ["run", "direct", "--dataset", "demo", "--limit", "3", "--no-cache", "--out", str(out),
+                                 "--llm", f"openai:{stub_server.url}#m"])
+    s = json.loads((out / "summary.json").read_text())
+    assert r.exit_code == 0 and (s["n"], s["failed"]) == (3, 0) and "failed_reasons" not in s
 
 
 def test_chat_template_tokens_in_a_reply_are_cut(stub_server):

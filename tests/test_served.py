@@ -44,10 +44,12 @@ def test_reasoning_never_reaches_the_answer_or_the_parser(stub_server, where):
 
 
 def test_a_server_that_applies_stop_strings_to_the_thinking(stub_server):
-    "What happens with server_stop=True and a reasoning model (the bug the default avoids): the answer is empty, not '<think>'."
+    """What happens with server_stop=True and a reasoning model (the bug the default avoids): the reply is '<think>' and
+    no answer, a failed call (never an empty answer)."""
     stub_server.reasoning, stub_server.respond = "inline", lambda body: "Paris"
-    g = served(stub_server, server_stop=True)("Capital of France?", stop=["\n"])
-    assert stub_server.requests[-1][1]["stop"] == ["\n"] and g.text == "" and g.reasoning is None
+    with pytest.raises(ModelCallError, match="reply with empty content"):
+        served(stub_server, server_stop=True, max_retries=0)("Capital of France?", stop=["\n"])
+    assert stub_server.requests[-1][1]["stop"] == ["\n"]
     assert served(stub_server)("Capital of France?", stop=["\n"]).text == "Paris"
 
 
