@@ -12,8 +12,8 @@ from fastcore.basics import patch
 from tqdm.auto import tqdm
 
 # %% auto #0
-__all__ = ['INDEX_TYPES', 'IndexMismatchError', 'Retriever', 'slug', 'text_fingerprint', 'embedder_tokenizer', 'token_lengths',
-           'token_windows', 'DenseIndex', 'BM25Index', 'rrf']
+__all__ = ['INDEX_TYPES', 'BM25_TOKEN_PATTERN', 'IndexMismatchError', 'Retriever', 'slug', 'text_fingerprint',
+           'embedder_tokenizer', 'token_lengths', 'token_windows', 'DenseIndex', 'BM25Index', 'rrf']
 
 # %% ../nbs/03_retrievers.ipynb #91ab4393
 class IndexMismatchError(RuntimeError):
@@ -421,21 +421,28 @@ def similarities(self: DenseIndex, queries: list[str]) -> np.ndarray:
     return sims if self._owners is None else np.maximum.reduceat(sims, self._starts, axis=1)
 
 # %% ../nbs/03_retrievers.ipynb #9ed87f43
+# words of two or more word characters, or one letter or digit ("Apollo 8", "Type O", "Plan B"); bm25s's default
+# pattern, \b\w\w+\b, drops the one-character tokens
+BM25_TOKEN_PATTERN = r"(?u)\b(?:\w\w+|[^\W_])\b"
+
 class BM25Index:
     """BM25 over `texts` with `bm25s`, built on first use and saved under `folder/bm25/<name>/`.
 
     `k1`, `b`: the usual BM25 parameters; `method`: the `bm25s` variant (`lucene`, `robertson`, `atire`,
-    `bm25l`, `bm25+`); `stopwords`: passed to `bm25s.tokenize` (`en` for English). The folder holds the
+    `bm25l`, `bm25+`); `stopwords`: passed to `bm25s.tokenize` (`en` for English); `token_pattern`: the regular
+    expression of a token, for texts and queries alike (default `BM25_TOKEN_PATTERN`: one-character letters and digits
+    are tokens, so the `8` of "Apollo 8" counts). The folder holds the
     `bm25s` files plus `meta.json` (`n`, `fingerprint` of the texts, the parameters); opening it for other texts
     or parameters raises `IndexMismatchError`. Ids are positions in `texts`; scores are non-negative and only
     positive ones are returned. `ValueError` for an empty `texts` (here) and for `k < 1` (at search). Reference:
     Robertson and Zaragoza, "The Probabilistic Relevance Framework:
     BM25 and Beyond" (2009), §3."""
     def __init__(self, texts: list[str], folder, name: str = "passages", k1: float = 1.5, b: float = 0.75,
-                 method: str = "lucene", stopwords: str | list[str] | None = "en"):
+                 method: str = "lucene", stopwords: str | list[str] | None = "en",
+                 token_pattern: str = BM25_TOKEN_PATTERN):
         self.texts, self.folder, self.name = list(texts), Path(folder), name
         if not self.texts: raise ValueError(f"BM25Index {name!r} needs at least one text: the text list is empty")
-        self.params = dict(k1=k1, b=b, method=method, stopwords=stopwords)
+        self.params = dict(k1=k1, b=b, method=method, stopwords=stopwords, token_pattern=token_pattern)
         self._bm = None
 
     def __len__(self): return len(self.texts)
@@ -450,12 +457,14 @@ class BM25Index:
 @patch
 def build(self: BM25Index) -> "BM25Index":
     """Load the saved index (checking texts and parameters) or tokenize, index and save; returns `self`.
-    `IndexMismatchError` on a mismatch."""
+    `IndexMismatchError` on a mismatch. An index saved before a parameter was recorded (its `meta.json` lacks it, the
+    rest the same: e.g. one tokenized by the old pattern, before `token_pattern`) is built again in its place."""
     if self._bm is not None: return self
     import bm25s
     want, mf = self._meta(), self.dir / "meta.json"
-    if mf.exists():
-        held = json.loads(mf.read_text())
+    held = json.loads(mf.read_text()) if mf.exists() else None
+    older = held is not None and set(held) < set(want) and all(held[k] == want[k] for k in held)
+    if held is not None and not older:
         if held != want:
             raise IndexMismatchError(f"{self.dir} holds BM25 for {held} but {want} was wanted: use another folder or "
                                      f"name, or delete it")
@@ -463,12 +472,13 @@ def build(self: BM25Index) -> "BM25Index":
         return self
     p = self.params
     bm = bm25s.BM25(k1=p["k1"], b=p["b"], method=p["method"])
-    bm.index(bm25s.tokenize(self.texts, stopwords=p["stopwords"], show_progress=False), show_progress=False)
+    toks = bm25s.tokenize(self.texts, stopwords=p["stopwords"], token_pattern=p["token_pattern"], show_progress=False)
+    bm.index(toks, show_progress=False)
     tmp = self.dir.with_name(f"{self.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     bm.save(str(tmp), show_progress=False)
     (tmp / "meta.json").write_text(json.dumps(want, indent=1))
-    if self.dir.exists() and not mf.exists(): shutil.rmtree(self.dir)   # left by a crashed build
+    if self.dir.exists() and (older or not mf.exists()): shutil.rmtree(self.dir, ignore_errors=True)  # old, crashed
     try: os.replace(tmp, self.dir)
     except OSError: shutil.rmtree(tmp, ignore_errors=True)                # another process saved it first
     self._bm = bm
@@ -480,7 +490,8 @@ def tokens(self: BM25Index, query: str) -> list[str]:
     "The query's tokens that occur in the indexed texts (tokenized like the texts)."
     import bm25s
     self.build()
-    toks = bm25s.tokenize([query], stopwords=self.params["stopwords"], return_ids=False, show_progress=False)[0]
+    toks = bm25s.tokenize([query], stopwords=self.params["stopwords"], token_pattern=self.params["token_pattern"],
+                          return_ids=False, show_progress=False)[0]
     return [t for t in toks if t and t in self._bm.vocab_dict]
 
 @patch

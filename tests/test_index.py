@@ -6,7 +6,7 @@ from megrag_kit.data import load_dataset
 from megrag_kit.index import EvidenceStore, ExtractedView, IndexMismatchError, is_grounded, openie_prompt, split_sentences
 from megrag_kit.method import Resources
 from megrag_kit.models import CostMeter, Embedder, StructuredOutputError, minilm_path, parse_json
-from megrag_kit.retrievers import BM25Index, DenseIndex, Retriever, embedder_tokenizer, rrf, slug, text_fingerprint, token_lengths, token_windows
+from megrag_kit.retrievers import BM25_TOKEN_PATTERN, BM25Index, DenseIndex, Retriever, embedder_tokenizer, rrf, slug, text_fingerprint, token_lengths, token_windows
 from conftest import ScriptedLLM, needs_spacy
 
 GOOD = '{"triples": [["Charles James Mathew", "born on", "24 October 1872"]]}'
@@ -324,7 +324,8 @@ def test_bm25_no_known_token_positive_only_and_reload(tmp_path):
     (hits,) = bm.search(["Which river flows through Cork?"], 10)
     assert [i for i, _ in hits] == [2, 0]                  # doc 1 and 3 share no word: left out
     meta = json.loads((tmp_path / "bm25" / "passages" / "meta.json").read_text())
-    assert meta == dict(n=4, fingerprint=text_fingerprint(toy), k1=1.5, b=0.75, method="lucene", stopwords="en")
+    assert meta == dict(n=4, fingerprint=text_fingerprint(toy), k1=1.5, b=0.75, method="lucene", stopwords="en",
+                        token_pattern=BM25_TOKEN_PATTERN)
     assert BM25Index(toy, tmp_path).search(["Which river flows through Cork?"], 10) == [hits]
     with pytest.raises(IndexMismatchError, match="bm25/passages holds BM25"):
         BM25Index(toy[::-1], tmp_path).build()
