@@ -4,7 +4,7 @@
 
 # %% ../nbs/01_data.ipynb #80f77352
 from __future__ import annotations
-import ast, csv, gzip, importlib.util, io, json, os, re, warnings, zlib
+import ast, csv, gzip, importlib.util, io, json, os, re, unicodedata, warnings, zlib
 from collections import Counter
 from pathlib import Path
 from .core import Passage, Question, Dataset, DataError, DataWarning
@@ -86,20 +86,30 @@ def _kind(v) -> str:
 # %% ../nbs/01_data.ipynb #d78cb91c
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
+def _nfc(v):
+    """`v` with every string in Unicode NFC (composed: `Ż`, not `Z` + a combining dot), at any depth of lists and dicts
+    (keys too): a title, text, id or answer written decomposed (NFD) in one file and composed in another is one
+    string."""
+    if isinstance(v, str): return v if unicodedata.is_normalized("NFC", v) else unicodedata.normalize("NFC", v)
+    if isinstance(v, list): return [_nfc(x) for x in v]
+    if isinstance(v, dict): return {_nfc(k): _nfc(x) for k, x in v.items()}
+    return v
+
 def _object(rec, file, i) -> dict:
     if not isinstance(rec, dict):
         raise DataError(f"record is not a JSON object (got {_kind(rec)})", file=file, record=i)
     return rec
 
 def _text(v, file, i, field: str, nonblank: bool = True) -> str:
-    "`v` as a string: `DataError` if it is missing, not a string, not valid Unicode or (with `nonblank`) blank."
+    """`v` as a string in NFC (`_nfc`): `DataError` if it is missing, not a string, not valid Unicode or (with
+    `nonblank`) blank."""
     if v is None: raise DataError("missing field", file=file, record=i, field=field)
     if not isinstance(v, str): raise DataError(f"expected a string, got {_kind(v)}", file=file, record=i, field=field)
     if _SURROGATE.search(v):
         raise DataError("not valid Unicode: holds a lone surrogate (a \\ud800-\\udfff escape)", file=file, record=i,
                         field=field)
     if nonblank and not v.strip(): raise DataError("empty text", file=file, record=i, field=field)
-    return v
+    return _nfc(v)
 
 def _list(v, file, i, field: str) -> list:
     if v is None: raise DataError("missing field", file=file, record=i, field=field)
@@ -161,7 +171,8 @@ def _answers(rec, file, r) -> list[str]:
                   for j, x in enumerate(_list(rec["answer_aliases"], file, r, "answer_aliases"))]
     out = []
     for f, x in items:
-        if not normalize_answer(_text(x, file, r, f, nonblank=False)):
+        x = _text(x, file, r, f, nonblank=False)                    # in NFC
+        if not normalize_answer(x):
             raise DataError(f"gold answer {x!r} is empty after answer normalization (lowercase, no punctuation or "
                             "articles), so no prediction can match it", file=file, record=r, field=f)
         out.append(x)
@@ -224,7 +235,7 @@ def _triples(ev, file, r) -> list[list[str]] | None:
         if not (isinstance(t, list) and len(t) == 3 and all(isinstance(x, str) for x in t)):
             raise DataError("evidence must be [subject, relation, object] strings", file=file, record=r,
                             field=f"evidences[{j}]")
-    return ev
+    return _nfc(ev)
 
 # %% ../nbs/01_data.ipynb #61c88023
 def _idx(v) -> int | None:
@@ -232,14 +243,15 @@ def _idx(v) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 def _record_id(rec, file, i) -> str:
-    "The record's id (`id`, `_id` or `_1`) as a string; `DataError` when it is missing, empty or not a string or int."
+    """The record's id (`id`, `_id` or `_1`) as a string in NFC; `DataError` when it is missing, empty or not a string
+    or int."""
     key = next((k for k in ("id", "_id", "_1") if rec.get(k) is not None), None)
     if key is None: raise DataError("missing field", file=file, record=i, field="id/_id")
     qid = rec[key]
     if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not str(qid).strip():
         raise DataError(f"question id must be a non-empty string or an integer, got {qid!r}", file=file, record=i,
                         field=key)
-    return str(qid)
+    return _nfc(str(qid))
 
 # %% ../nbs/01_data.ipynb #8f4a884a
 def _from_paragraphs(rec, q: Question, t, file, r):
@@ -265,7 +277,8 @@ def _from_paragraphs(rec, q: Question, t, file, r):
     dec = rec.get("question_decomposition")
     if dec is not None and not (isinstance(dec, list) and all(isinstance(d, dict) for d in dec)):
         raise DataError("expected a list of objects", file=file, record=r, field="question_decomposition")
-    q.decomposition = None if dec is None else [{**d, "support_pos": pos.get(_idx(d.get("paragraph_support_idx")))}
+    q.decomposition = None if dec is None else [{**_nfc(d),
+                                                 "support_pos": pos.get(_idx(d.get("paragraph_support_idx")))}
                                                 for d in dec]
     q.qtype = t or (q.qid.split("__")[0] if "__" in q.qid else None)
     return contexts, gold_titles

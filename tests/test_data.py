@@ -500,3 +500,23 @@ def test_registered_datasets_need_no_hygiene():
             assert len(d.corpus) == n and not [x for x in d.notes if "dropped" in x or "left out" in x or "no gold" in x]
         raw = load_corpus(SHARED / "multihop/2wikimultihopqa_corpus.json.gz")
         assert clean_corpus(raw)[0] == raw
+
+
+def test_text_in_nfd_is_read_in_nfc_so_a_gold_title_is_found(tmp_path):
+    "A gold title written decomposed (NFD: z + combining dot) was refused as 'gold passage not in corpus'."
+    import unicodedata
+    nfd = lambda s: unicodedata.normalize("NFD", s)
+    assert nfd("Xawery Żuławski") != "Xawery Żuławski"
+    rec = {**GFMRAG, "id": nfd("ż1"), "question": nfd(GFMRAG["question"]), "answer": nfd("Małgorzata Żuławska"),
+           "supporting_facts": ["Polish-Russian War (film)", nfd("Xawery Żuławski")]}
+    corpus = [dict(c, title=nfd(c["title"]), text=nfd(c["text"])) if i == 2 else c for i, c in enumerate(CORPUS)]
+    d = load_hipporag(_write(tmp_path / "test.json", [rec]), _write(tmp_path / "corpus.json", corpus))
+    q = d.questions[0]
+    assert [d.corpus[p].title for p in q.gold_pids] == ["Polish-Russian War (film)", "Xawery Żuławski"]
+    assert q.answers == ["Małgorzata Żuławska", "Malgorzata Braunek"] and q.qid == "ż1" and q.question == GFMRAG["question"]
+    assert all(unicodedata.is_normalized("NFC", s) for p in d.corpus for s in (p.title, p.text))
+    # the contexts layout: a context title in NFC, its supporting fact in NFD, and the reverse, are one passage
+    ctx = {"_id": "w1", "question": "Who?", "answer": "x", "context": [["Żuławski", ["Ż is a letter."]], [nfd("Ąb"), ["Other."]]],
+           "supporting_facts": [[nfd("Żuławski"), 0], ["Ąb", 0]]}
+    d = load_contexts(_write(tmp_path / "ctx.json", [ctx]))
+    assert [d.corpus[p].title for p in d.questions[0].gold_pids] == ["Żuławski", "Ąb"]
