@@ -59,21 +59,54 @@ def _parse_json(text: str, path):
             raise _json_error(e, path, "JSON Lines record", last and _cut_short(e, line), line0=i) from None
     return data
 
+# %% ../nbs/01_data.ipynb #bff9e9e2
+_RECORD_FIELDS = {"id", "_id", "_1", "question", "query", "answer", "title", "text", "paragraphs", "context",
+                  "supporting_facts"}
+
+def _keyed_records(data: dict) -> bool:
+    "An object keyed by id: its keys are no record fields and each of its values is an object with one."
+    return not set(data) & _RECORD_FIELDS and all(isinstance(v, dict) and set(v) & _RECORD_FIELDS
+                                                   for v in data.values())
+
+def _with_keys(data: dict, path) -> list[dict]:
+    """The records of an object keyed by id, in file order, each with its key as `id` when it has no id of its own;
+    `DataError` naming the file, the key and the id field when the key and the record's id differ."""
+    out = []
+    for k, rec in data.items():
+        own = next((f for f in ("id", "_id", "_1") if rec.get(f) is not None), None)
+        if own is None: out.append({"id": k, **rec}); continue
+        if str(rec[own]) != k:
+            raise DataError(f"record key {k!r} differs from its own {own} {str(rec[own])!r}", file=path, record=k,
+                            field=own)
+        out.append(rec)
+    return out
+
 # %% ../nbs/01_data.ipynb #3c457e39
 def read_records(path) -> list | dict:
-    """Read a JSON list, JSON Lines, a single JSON object or a pandas column-oriented frame (gzip or not).
+    """Read a JSON list, JSON Lines, a single JSON object, an object of records keyed by id or a pandas
+    column-oriented frame (gzip or not).
 
-    Returns a non-empty list of records (one dict per record; their fields are not checked here). A HippoRAG 1
+    Returns a non-empty list of records (one dict per record; their fields are not checked here). A record of an
+    object keyed by id (`{"q1": {...}, "q2": {...}}`: its values are objects with record fields such as `question`,
+    `title`, `text`) gets its key as `id` when it has none of `id`, `_id`, `_1`. A HippoRAG 1
     `{title: [sentence, ...]}` corpus is returned as the dict itself. Raises `DataError` naming the file for a
-    missing, unreadable, empty, non-UTF-8 or non-JSON file, with `record="line L, column C"` for a position."""
+    missing, unreadable, empty, non-UTF-8 or non-JSON file, with `record="line L, column C"` for a position; for a
+    key that differs from its record's own id (naming the key as the record and the id field); and for any other
+    top-level shape (naming what was found)."""
     path = Path(path)
     data = _parse_json(_read_text(path), path)
     if data == {} or data == []: raise DataError("file holds no records", file=path)
-    if isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
+    if isinstance(data, dict) and _keyed_records(data): data = _with_keys(data, path)
+    elif isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()) and len(
+            {frozenset(v) for v in data.values()}) == 1:
         cols = list(data); rows = list(data[cols[0]])  # pandas DataFrame.to_json() column-oriented
         data = [{c: data[c].get(r) for c in cols} for r in rows]
     elif isinstance(data, dict) and all(isinstance(v, list) for v in data.values()): return data
-    elif isinstance(data, dict): data = [data]          # a file holding one record
+    elif isinstance(data, dict) and set(data) & _RECORD_FIELDS: data = [data]          # a file holding one record
+    elif isinstance(data, dict):
+        raise DataError(f"expected a list of records, one record or an object of records keyed by id; found an "
+                        f"object with keys {sorted(data)[:5]}{' ...' if len(data) > 5 else ''} and values "
+                        f"{sorted({_kind(v) for v in data.values()})}", file=path)
     if not isinstance(data, list): raise DataError(f"expected a JSON list of records, got {_kind(data)}", file=path)
     if not data: raise DataError("file holds no records", file=path)
     return data

@@ -1,4 +1,4 @@
-import copy, gzip, json, warnings
+import copy, gzip, json, re, warnings
 from collections import Counter
 from pathlib import Path
 import pytest
@@ -520,3 +520,22 @@ def test_text_in_nfd_is_read_in_nfc_so_a_gold_title_is_found(tmp_path):
            "supporting_facts": [[nfd("Żuławski"), 0], ["Ąb", 0]]}
     d = load_contexts(_write(tmp_path / "ctx.json", [ctx]))
     assert [d.corpus[p].title for p in d.questions[0].gold_pids] == ["Żuławski", "Ąb"]
+
+
+def test_questions_keyed_by_id_are_read_and_other_shapes_are_named(tmp_path):
+    "A JSON object keyed by question id was read as a column-oriented frame and refused as 'missing field id/_id'."
+    recs = {"q1": {"question": "Who?", "answer": "x", "supporting_facts": ["Ed Wood"]},
+            "q2": {"_id": "q2", "question": "Where?", "answer": "y", "supporting_facts": ["Scott Derrickson"]}}
+    p, c = tmp_path / "keyed.json", _write(tmp_path / "corpus.json", CORPUS)
+    p.write_text(json.dumps(recs))
+    d = load_hipporag(p, c)
+    assert [(q.qid, q.question, q.answers) for q in d.questions] == [("q1", "Who?", ["x"]), ("q2", "Where?", ["y"])]
+    assert [d.corpus[q.gold_pids[0]].title for q in d.questions] == ["Ed Wood", "Scott Derrickson"]
+    p.write_text(json.dumps({**recs, "q3": {"id": "q9", "question": "When?", "answer": "z", "supporting_facts": ["Ed Wood"]}}))
+    with pytest.raises(DataError, match=r"record key 'q3' differs from its own id 'q9'") as e: load_hipporag(p, c)
+    assert (e.value.file, e.value.record, e.value.field) == (p, "q3", "id")
+    for shape, says in [({"data": [1, 2], "version": "1.1"}, "found an object with keys ['data', 'version']"),
+                        ({"q1": {"question": "Who?"}, "q2": [1]}, "found an object with keys ['q1', 'q2']")]:
+        p.write_text(json.dumps(shape))
+        with pytest.raises(DataError, match=re.escape(says)) as e: load_hipporag(p, c)
+        assert e.value.file == p
