@@ -3,8 +3,11 @@ control-flow tests only, and a local OpenAI-compatible stub server.
 
 Test tiers: a test that loads a real model is marked `slow` (`pytest -m "not slow"` is the fast tier). Any test
 that asks for the `smollm` or `minilm` fixture, directly or through another fixture, is marked `slow` here at
-collection, so the fast tier cannot load them by accident."""
-import importlib.util, json, os, threading, time
+collection, so the fast tier cannot load them by accident. A test that reads the benchmark data is marked `data`
+here: it carries `@needs_shared` or `@pytest.mark.data`, or it, a fixture it uses or a helper of their module names
+`SHARED`, `shared_file` or `needs_shared` (`pytest -m "slow or data"` is what a run without the data leaves out;
+`tools/test.sh --slow-and-data` runs it)."""
+import importlib.util, inspect, json, os, threading, time, types
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import numpy as np
@@ -30,10 +33,51 @@ def shared_file(rel: str) -> Path:
 
 
 REAL_MODEL_FIXTURES = ("smollm", "minilm")
+DATA_NAMES = {"SHARED", "shared_file", "needs_shared"}   # a function naming one of these reads the benchmark data
+TESTS = Path(__file__).resolve().parent
 
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "data: reads the benchmark data (skipped, naming the path, when it is absent)")
+
+
+def _names_data(fn, seen: set) -> bool:
+    "Whether `fn` (a test, fixture or helper in tests/) names `DATA_NAMES`, in its own code or a tests/ helper it calls by name."
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if code is None or code in seen or not code.co_filename.startswith(str(TESTS)): return False
+    seen.add(code)
+    codes = [code]
+    for c in codes: codes += [k for k in c.co_consts if isinstance(k, types.CodeType)]   # lambdas, comprehensions, nested defs
+    names = {n for c in codes for n in c.co_names}
+    if names & DATA_NAMES: return True
+    g = inspect.unwrap(fn).__globals__
+    return any(isinstance(g.get(n), types.FunctionType) and _names_data(g[n], seen) for n in names)
+
+
+def _reads_data(item) -> bool:
+    if item.get_closest_marker("data") or any(m == needs_shared.mark for m in item.iter_markers("skipif")): return True
+    fns = [getattr(item, "function", None)]
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    fns += [d.func for name in getattr(item, "fixturenames", ()) for d in defs.get(name, ())]
+    seen = set()
+    return any(f is not None and _names_data(f, seen) for f in fns)
+
+
+@pytest.hookimpl(tryfirst=True)        # before `-m` deselects
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(f in getattr(item, "fixturenames", ()) for f in REAL_MODEL_FIXTURES): item.add_marker(pytest.mark.slow)
+        if _reads_data(item): item.add_marker(pytest.mark.data)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    "A test skipped for want of the data that is not marked `data` fails: CI's pass with the data would never run it."
+    rep = yield
+    if rep.skipped and "benchmark data not present" in str(rep.longrepr) and not item.get_closest_marker("data"):
+        rep.outcome, rep.longrepr = "failed", (f"{item.nodeid} skipped for want of the benchmark data but is not marked "
+                                               "`data`: give it @needs_shared or @pytest.mark.data (tests/conftest.py)")
+    return rep
 
 
 class ScriptedLLM(ChatModel):

@@ -468,6 +468,7 @@ MUSIQUE_EXPECTED = {   # the first three MuSiQue dev questions: hop 2's query on
 }
 
 
+@pytest.mark.data            # reads MuSiQue through the default data folder (skips without it)
 def test_gold_writer_on_three_real_musique_questions():
     try: ds = load_dataset("musique")
     except (FileNotFoundError, ValueError) as e: pytest.skip(f"MuSiQue data not available: {e}")
