@@ -276,6 +276,10 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
                                           "a GPU or a server)"),
               only: list[str] = typer.Option(None, help="one experiment (repeatable): " + " | ".join(EXPERIMENTS)),
               llm: str = typer.Option(None, help="override the profile's LLM: " + spec_forms("llm", reproduce=True)),
+              llm_option: list[str] = typer.Option(None, help="an option of every LLM the notebooks load, name=value "
+                                                   "(repeatable; see run; not api_key: set $OPENAI_API_KEY), e.g. "
+                                                   "extra_body='{\"chat_template_kwargs\": {\"enable_thinking\": "
+                                                   "false}}'"),
               embedder: str = typer.Option(None, help="override the profile's embedder: "
                                            + spec_forms("embedder", reproduce=True)),
               limit: int = typer.Option(None, min=1, help="override the profile's number of questions"),
@@ -293,8 +297,12 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
     Prints each notebook as it starts, then where every table, figure and executed notebook went; a full demo run into
     the default folder also copies its figures to figures/reproduce-demo/ (the README links them). Exit status 1 when
     a notebook fails (its executed copy shows the failing cell; the committed outputs stay as they were), 2 for an
-    unknown profile, experiment or parameter (checked before any notebook starts), 3 for a dry run that found runs
-    to answer."""
+    unknown profile, experiment or parameter, a model or adapter folder that does not exist or an LLM option its
+    backend does not take (checked before any notebook starts, loading nothing), 3 for a dry run that found runs
+    to answer.
+
+    With a GPU or a served model the paper profile is one command: `--profile paper --llm openai:URL#MODEL
+    [--llm-option NAME=VALUE]` or `--llm hf:/folder --device cuda`; every notebook loads that model."""
     from megrag_kit.reproduce import ExperimentError, reproduce as run_all
     extra = {}
     for k, v in parse_options(param, "--param").items():
@@ -302,6 +310,7 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
         except json.JSONDecodeError: extra[k] = v
     for k, v in (("llm", llm), ("embedder", embedder), ("limit", limit), ("device", device)):
         if v is not None: extra[k] = v
+    if llm_option: extra["llm_options"] = {**extra.get("llm_options", {}), **parse_options(llm_option, "--llm-option")}
     try: done = run_all(profile, only or None, extra, out, check=check, dry_run=dry_run)
     except ValueError as e: raise typer.BadParameter(str(e))
     except ExperimentError as e: typer.echo(f"Error: {e}", err=True); raise typer.Exit(1)

@@ -12,13 +12,15 @@ from .core import DataError, check_device, stable_hash, set_seed, resolve_device
 from .data import load_dataset
 from .index import StoreOptions, restrict
 from .method import ConfigError, Resources, build_method, get_method
+from .models import check_llm_options, check_model_spec
 from .runner import read_predictions, run as run_questions, versions
 from fastcore.basics import patch
 
 # %% auto #0
-__all__ = ['COMMON_PARAMS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset', 'check_params', 'build_model',
-           'hardware', 'default_out', 'markdown_table', 'Experiment', 'structure', 'ExperimentError', 'notebooks_dir',
-           'notebook_params', 'profile_datasets', 'check_datasets', 'publish_figures', 'reproduce']
+__all__ = ['COMMON_PARAMS', 'KEYED_LLM_OPTIONS', 'SHIPPED_SPECS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset',
+           'check_models', 'check_params', 'build_model', 'hardware', 'default_out', 'markdown_table', 'Experiment',
+           'keyed_llm_options', 'structure', 'ExperimentError', 'notebooks_dir', 'notebook_params', 'profile_datasets',
+           'check_datasets', 'publish_figures', 'reproduce']
 
 # %% ../nbs/95_reproduce.ipynb #eaa5efbe
 def paper_dataset(name: str) -> str | None:
@@ -29,15 +31,43 @@ def paper_dataset(name: str) -> str | None:
 # %% ../nbs/95_reproduce.ipynb #697d5645
 COMMON_PARAMS = ("dataset", "limit", "llm", "embedder", "device", "seed", "out", "batch_size")
 
+def check_models(common: dict) -> dict:
+    """Check the model parameters of an experiment notebook without loading anything and return its `llm_options`
+    converted (`{}` when none): `llm` and `embedder` must be spec strings; a spec other than `py:module:Name` must
+    name a model `load_llm` / `load_embedder` can load (`check_model_spec`: a model folder or LoRA adapter folder that
+    does not exist is refused with the message `megrag-kit run` gives); `llm_options` (optional, a dict of
+    `LLM_OPTIONS` names, values as JSON strings or typed) must suit the `llm` backend (`check_llm_options`; the
+    message starts `llm_options:`), may not hold `api_key` (the parameters are written into the executed notebooks
+    and the records: the key goes in `$OPENAI_API_KEY`), and must be empty with a `py:` stand-in. `ValueError`
+    otherwise."""
+    opts = common.get("llm_options") or {}
+    if not isinstance(opts, dict): raise ValueError(f"llm_options must be a dict of name: value, got {opts!r}")
+    for kind in ("llm", "embedder"):
+        spec = common[kind]
+        if not isinstance(spec, str): raise ValueError(f"{kind} must be a model spec string, got {spec!r}")
+        if not spec.startswith("py:"): check_model_spec(spec, kind)
+    if "api_key" in opts:
+        raise ValueError("llm_options: api_key would be written into the executed notebooks and the records; set "
+                         "$OPENAI_API_KEY instead")
+    if common["llm"].startswith("py:"):
+        if opts: raise ValueError(f"llm_options {sorted(opts)} apply to a model spec, not to the stand-in "
+                                  f"{common['llm']!r}")
+        return {}
+    try: return check_llm_options(common["llm"], opts)
+    except ValueError as e: raise ValueError(f"llm_options: {e}") from None
+
+# %% ../nbs/95_reproduce.ipynb #1b2f520d
 def check_params(common: dict, methods: dict | None = None, method_lists: dict | None = None) -> dict:
     """Check an experiment notebook's parameters and return `{method: Config}` for `methods`.
 
-    `common`: the `COMMON_PARAMS` values (`limit` an int >= 1 or `None`, `seed` >= 0, `batch_size` >= 1) and optionally
-    `openie_backend` (`llm`, the default, or `parser`: who fills the triple view of the runs' stores) and
-    `latency_batch_size` (an int >= 1: the questions per batch of the runs whose latency a figure or table reports);
-    `methods`: `{method name: {option: value}}` checked by `Config.from_dict` (`ConfigError` naming the unknown
-    option and the valid ones); `method_lists`: `{parameter name: [method names]}` whose names must be registered
-    (`KeyError` listing them). `ValueError` for a bad common value or a missing common name."""
+    `common`: the `COMMON_PARAMS` values (`limit` an int >= 1 or `None`, `seed` >= 0, `batch_size` >= 1; `llm` and
+    `embedder` checked by `check_models`, which loads nothing) and optionally `llm_options` (`{name: value}` of
+    `LLM_OPTIONS` for every LLM the notebook loads, `check_models`), `openie_backend` (`llm`, the default, or
+    `parser`: who fills the triple view of the runs' stores) and `latency_batch_size` (an int >= 1: the questions per
+    batch of the runs whose latency a figure or table reports); `methods`: `{method name: {option: value}}` checked by
+    `Config.from_dict` (`ConfigError` naming the unknown option and the valid ones); `method_lists`: `{parameter
+    name: [method names]}` whose names must be registered (`KeyError` listing them). `ValueError` for a bad common
+    value, a model that cannot be found or a missing common name."""
     missing = [k for k in COMMON_PARAMS if k not in common]
     if missing:
         raise ValueError(f"missing experiment parameters {missing}; every notebook declares {list(COMMON_PARAMS)}")
@@ -50,6 +80,7 @@ def check_params(common: dict, methods: dict | None = None, method_lists: dict |
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ValueError(f"{k} must be an int >= {lo}, got {v!r}")
     check_device(common["device"])                                   # OptionError naming the value and the valid ones
+    check_models(common)
     StoreOptions(openie_backend=common.get("openie_backend", "llm"))
     for p, names in (method_lists or {}).items():
         for n in names:
@@ -132,13 +163,13 @@ class Experiment:
 
     def run(self, method: str, options: dict | None = None, dataset: str | None = None, limit: int | None = None,
             llm: str | None = None, passages=None, batch_size: int | None = None):
-        """Answer the first `limit` (default: the notebook's) questions of `dataset` with `method` and `options`, with
-        the notebook's LLM or `llm` (a spec); `(summary, rows)`. `passages` (passage ids, optional): search only
-        these, through a `RestrictedStore` over the dataset's one store (its vectors and extracted units are shared;
-        the index-growth experiment of the EviReform paper, Appendix); the run folder's key and manifest record them.
-        `batch_size` (optional) makes it a latency run: `batch_size` questions at a time (the notebooks'
-        `latency_batch_size`, 1: each latency measured per question) with `timed_resources` (no LLM call cache, so
-        every call is timed now), in a run folder of its own (its key holds the batch size)."""
+        """Answer the first `limit` (default: the notebook's) questions of `dataset` with `method` and `options`,
+        with the notebook's LLM or `llm` (a spec) (`resources`); `(summary, rows)`. `passages` (passage ids,
+        optional): search only these, through a `RestrictedStore` over the dataset's one store (its vectors and
+        extracted units are shared; the index-growth experiment of the EviReform paper, Appendix); the run folder's
+        key and manifest record them. `batch_size` (optional) makes it a latency run: `batch_size` questions at a
+        time (the notebooks' `latency_batch_size`, 1: each latency measured per question) with `timed_resources` (no
+        LLM call cache, so every call is timed now), in a run folder of its own (its key holds the batch size)."""
         ds = dataset or self.params["dataset"]; lim = limit or self.params["limit"]
         res = self.resources(ds, llm) if batch_size is None else self.timed_resources(ds, batch_size, llm)
         if passages is not None:
@@ -152,15 +183,16 @@ class Experiment:
         index = {"index_passages": len(passages)} if passages is not None else {}
         if batch_size is not None: index["latency_run"] = {"batch_size": batch_size, "llm_cache": False}
         bs = batch_size or self.params["batch_size"]
-        s = run_questions(m, res.dataset, folder, lim, bs, seed=self.params["seed"],
-                          show_progress=False, manifest=dict(device=self.device, experiment=self.name, **index))
+        opts = {"llm_options": res.llm_options} if res.llm_options else {}     # recorded when given (no api_key)
+        s = run_questions(m, res.dataset, folder, lim, bs, seed=self.params["seed"], show_progress=False,
+                          manifest=dict(device=self.device, experiment=self.name, **index, **opts))
         ids = [q.qid for q in (res.dataset.questions[:lim] if lim else res.dataset.questions)]
         rows = [r for r in read_predictions(folder / "predictions.jsonl")
                 if r["id"] in set(ids) and not r.get("failed")]
         print(f"    F1 {s.get('f1', float('nan')):.2f} on {s['n']} questions, {time.perf_counter() - t0:.1f} s",
               flush=True)
         self.runs.append(dict(folder=str(folder), method=method, run_name=m.run_name(), dataset=ds, limit=lim,
-                              llm=res.llm_spec, params=m.config.to_dict(),
+                              llm=res.llm_spec, **opts, params=m.config.to_dict(),
                               summary={k: v for k, v in s.items() if k != "manifest"}, **index))
         return s, rows
 
@@ -168,15 +200,18 @@ class Experiment:
 @patch
 def resources(self: Experiment, dataset: str, llm: str | None = None) -> Resources:
     """The shared `Resources` of `dataset` with the notebook's LLM, or with `llm` (a spec, e.g. a distilled
-    student); built once per notebook."""
+    student); built once per notebook. A spec LLM is loaded with the notebook's `llm_options` (`LLM_OPTIONS`, e.g.
+    a served model's `extra_body`; `ValueError` naming the option when `llm`'s backend does not take one); a
+    `py:module:Name` stand-in with none."""
     key = dataset if llm in (None, self.params["llm"]) else f"{dataset} ({llm})"
     if key not in self._res:
         p = self.params
         model, emb = build_model(llm or p["llm"], "llm"), build_model(p["embedder"], "embedder")
         own = self.out / "stores" / dataset if not isinstance(emb, str) else None     # a fake embedder: own vectors
         store = StoreOptions(openie_backend=p.get("openie_backend", "llm"), root=own)
+        opts = (p.get("llm_options") or {}) if isinstance(model, str) else {}
         self._res[key] = Resources(load_dataset(dataset), model, emb, device=self.device, batch_size=p["batch_size"],
-                                   store_options=store)
+                                   llm_options=opts, store_options=store)
     return self._res[key]
 
 @patch
@@ -213,12 +248,21 @@ def _dry_missing(self: Experiment, folder: Path, dataset, lim) -> int:
     return todo
 
 # %% ../nbs/95_reproduce.ipynb #18c000ea
+KEYED_LLM_OPTIONS = ("think_tokens", "extra_body", "server_stop", "system_role", "response_format",
+                     "max_tokens_field", "n_ctx")
+
+def keyed_llm_options(options: dict | None) -> dict:
+    """The LLM options of `options` that can change a model's replies (`KEYED_LLM_OPTIONS`; not `timeout`,
+    `max_retries`, `api_key`, `n_threads`, which change how a call is made): they join a run folder's key."""
+    return {k: v for k, v in (options or {}).items() if k in KEYED_LLM_OPTIONS}
+
 @patch
 def _folder(self: Experiment, method: str, m, res: Resources, ds: str, passages,
             batch_size: int | None = None) -> Path:
     """The run folder of method `m` (registered as `method`) on dataset `ds` with `res` (and the passage ids
     `passages`, or `None`; a latency run's `batch_size`, or `None`): `out/runs/<dataset>-<run name>-<hash of the
-    method, its config, the model specs and identities, the seed, the passages and a latency run's batch size>`.
+    method, its config, the model specs and identities, the seed, the passages, a latency run's batch size and the
+    LLM options that change replies (`KEYED_LLM_OPTIONS`), the last three only when given>`.
     The other runs' keys hold no batch size (their folders are resumed at any batch size); a latency run's key holds
     it, so a latency run never resumes the rows of a run answered in lock-step batches."""
     # the loaded models' identities (their files' content, not their paths) join the key: a run folder made with
@@ -227,8 +271,30 @@ def _folder(self: Experiment, method: str, m, res: Resources, ds: str, passages,
            if spec is not None]
     key = stable_hash([method, m.config.to_dict(), res.llm_spec, res.embedder_spec, self.params["seed"], ids]
                       + ([passages] if passages is not None else [])
-                      + ([{"latency_batch_size": batch_size}] if batch_size is not None else []))[:8]
+                      + ([{"latency_batch_size": batch_size}] if batch_size is not None else [])
+                      + ([{"llm_options": keyed}] if (keyed := keyed_llm_options(res.llm_options)) else []))[:8]
     return self.out / "runs" / f"{ds}-{m.run_name()}-{key}"
+
+# %% ../nbs/95_reproduce.ipynb #15a857fe
+SHIPPED_SPECS = {"llm": ("smollm2-135m", "smollm2"), "embedder": ("minilm", "all-minilm-l6-v2")}
+
+@patch
+def other_models(self: Experiment, manifest: dict, dataset: str | None = None) -> list[str]:
+    """The kinds of model (`llm`, `embedder`) in which the finished run whose `run.json` is `manifest` differs from
+    this notebook's models on `dataset` (default: the notebook's); `[]` when it can be read as if made here.
+
+    A kind counts when the run loaded such a model (the keys of `manifest["models"]`, their identities; a manifest
+    without them: the kinds it names a spec for, never the same unless shipped). The same model: both the kit's
+    shipped model of the kind (`SHIPPED_SPECS`: a package pins its weights; committed runs record identities from
+    older hashings of the same files), else the same `model_id` (a local model's files, chat template and dtype; a
+    served model's URL, name and request options), for which this notebook's model is loaded."""
+    p, loaded = self.params, manifest.get("models")
+    kinds = list(loaded) if loaded is not None else [k for k in ("llm", "embedder") if manifest.get(k)]
+    out = []
+    for k in kinds:
+        if p[k] in SHIPPED_SPECS[k] and manifest.get(k) in SHIPPED_SPECS[k]: continue
+        if loaded is None or getattr(self.resources(dataset or p["dataset"]), k).model_id != loaded[k]: out.append(k)
+    return out
 
 # %% ../nbs/95_reproduce.ipynb #97dd2d73
 @patch
@@ -377,12 +443,14 @@ def publish_figures(src, dest) -> list[Path]:
     return [Path(shutil.copyfile(src / n, dest / n)) for n in names]
 
 # %% ../nbs/95_reproduce.ipynb #9082e608
-def _experiment_params(n: str, src: Path, profile: str, params: dict | None, out: Path) -> dict:
+def _experiment_params(n: str, src: Path, profile: str, params: dict | None, out: Path, known=()) -> dict:
     """The parameters of experiment `n` (notebook `src`): `profile`'s, updated by `NOTEBOOK_DEFAULTS` and `params`,
-    those the notebook declares, and `out`. `ValueError` naming an unknown parameter and the valid ones."""
+    those the notebook declares, and `out`. A given name that neither this notebook, the profile nor `known` (the
+    parameters the other experiment notebooks declare: one `--param student=...` serves the notebook that has it)
+    holds: `ValueError` naming it and the notebook's valid ones."""
     declared = notebook_params(src)
     given = {**PROFILES[profile], **NOTEBOOK_DEFAULTS.get(n, {}), **(params or {})}
-    unknown = sorted(set(given) - set(declared) - set(PROFILES[profile]))
+    unknown = sorted(set(given) - set(declared) - set(PROFILES[profile]) - set(known))
     if unknown: raise ValueError(f"{n}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
                                  f"valid: {', '.join(declared)}")
     p = {k: v for k, v in given.items() if k in declared}
@@ -444,11 +512,26 @@ def _execute(pm, n: str, src: Path, p: dict, out: Path, root: Path, kernel: str,
                 wall_s=round(time.perf_counter() - t0, 1))
 
 # %% ../nbs/95_reproduce.ipynb #4a1f6716
+def _check_profile_models(profile: str, params: dict | None) -> dict | None:
+    """`params` with its `llm_options` converted (`check_models` on `profile`'s parameters updated by `params`), after
+    checking, loading nothing, the LLM, the embedder and a `student` spec (`check_model_spec`: a missing model or
+    adapter folder); `ValueError` with `check_models`' or `check_model_spec`'s message otherwise."""
+    given = {**PROFILES[profile], **(params or {})}
+    opts = check_models(given)
+    st = given.get("student")
+    if isinstance(st, str) and st not in ("", "shipped") and not st.startswith("py:"): check_model_spec(st, "llm")
+    return {**params, "llm_options": opts} if params and "llm_options" in params else params
+
+# %% ../nbs/95_reproduce.ipynb #04fa0850
 def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict | None = None, out=None,
               progress: bool = True, kernel: str = "python3", check: bool = False, figures_dir=None,
               dry_run: bool = False) -> dict:
     """Execute the experiment notebooks (`EXPERIMENTS`, or the names in `only`) with papermill under `profile`'s
     parameters updated by `params`; returns `{name: {"notebook": executed path, "outputs": [paths], "wall_s": s}}`.
+
+    The models are checked first, loading nothing (`check_models`, and a `student` spec): a model or adapter folder
+    that does not exist is refused with the message `megrag-kit run` gives; `params["llm_options"]` (`LLM_OPTIONS`
+    for every LLM the notebooks load, values as typed or as JSON strings) reaches the notebooks converted.
 
     `check=True` answers nothing: every dataset the parameters name must load (`check_datasets`: `ExperimentError`
     naming those that do not, e.g. without the benchmark data folder), then each notebook runs only its parameters
@@ -479,9 +562,11 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     nbs = notebooks_dir(); root = nbs.parent
     out = Path(out) if out else default_out(profile)
     done = {}
+    params = _check_profile_models(profile, params)                     # no model loads; before the datasets
     if check: check_datasets(profile_datasets({**PROFILES[profile], **(params or {})}), profile)
     todo = [(n, nbs / EXPERIMENTS[n]) for n in names]
-    ps = {n: _experiment_params(n, src, profile, params, out) for n, src in todo}   # every check before any run
+    known = {k for f in EXPERIMENTS.values() for k in notebook_params(nbs / f)}
+    ps = {n: _experiment_params(n, src, profile, params, out, known) for n, src in todo}   # every check before any run
     for n, src in todo: _check_common(n, src, ps[n])
     if dry_run: return _dry_run(pm, todo, ps, out, root, kernel, progress)
     for i, (n, src) in enumerate(todo, 1):

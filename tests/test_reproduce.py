@@ -22,7 +22,8 @@ from fakes import HashEmbedder
 TESTS = Path(__file__).parent
 FAKE = dict(llm="py:fakes:ScriptedPolicy", embedder="py:fakes:HashEmbedder", limit=3, device="cpu", megrag={"budget": 2}, budgets=[1, 2],
             limit_rounds=2, limit_sweep=2, sweep_agents=[1, 2], sweep_t_max=[1, 2],          # BERTScore would load MiniLM: not in the fast tier
-            answer_options={"read": True, "faithfulness": True}, sweep_options={"read": True})
+            answer_options={"read": True, "faithfulness": True}, sweep_options={"read": True},
+            read_committed="always")        # EviReform's main tables: the committed runs, whatever the stand-in LLM
 
 
 @pytest.fixture(scope="module")
@@ -691,3 +692,104 @@ def test_a_dry_run_counts_the_runs_to_answer_and_changes_no_file(done, fake_env)
         assert [r["folder"] for r in missing] == [str(gone)] and missing[0]["to_answer"] == missing[0]["questions"] == 3
         assert not gone.exists()                              # a dry run answers nothing
     finally: shutil.move(out / "moved-away", gone)
+
+
+def _invalid(output: str) -> str:
+    """The message of a command line's `Invalid value:` error box without its box and without any whitespace (the box
+    wraps a long path anywhere); compare it with `_squash` of the expected text."""
+    box = [l.strip("│ ").strip() for l in output.splitlines() if l.startswith("│")]
+    return _squash(" ".join(box).split("Invalid value: ", 1)[1])
+
+
+def _squash(text: str) -> str: return "".join(text.split())
+
+
+def test_check_refuses_a_missing_model_or_adapter_folder_as_run_does(tmp_path):
+    """`reproduce --check` loads no model but refuses, before any notebook or dataset, a model folder or a LoRA adapter
+    folder that does not exist (the LLM's, the embedder's, the student's), with the message `megrag-kit run` gives."""
+    gone = tmp_path / "no-such-model"
+    for flags, run_flags, want in (
+            (["--llm", str(gone)], ["--llm", str(gone)], f"unknown llm spec '{gone}': no such model folder; use one of"),
+            (["--llm", f"hf:{gone}"], ["--llm", f"hf:{gone}"], f"unknown llm spec 'hf:{gone}': no such model folder"),
+            (["--param", f"student=smollm2-135m+lora:{gone}"], ["--llm", f"smollm2-135m+lora:{gone}"],
+             f"LLM spec 'smollm2-135m+lora:{gone}': adapter folder '{gone}' does not exist"),
+            (["--embedder", f"st:{gone}"], ["--embedder", f"st:{gone}"],
+             f"unknown embedder spec 'st:{gone}': no such model folder")):
+        r = CliRunner().invoke(app, ["reproduce", "--profile", "paper", "--check", *flags, "--out", str(tmp_path / "o")])
+        ran = CliRunner().invoke(app, ["run", "direct", *run_flags, "--out", str(tmp_path / "run")])
+        assert r.exit_code == ran.exit_code == 2, (flags, r.output, ran.output)
+        assert _invalid(r.output) == _invalid(ran.output) and _invalid(r.output).startswith(_squash(want)), (r.output, ran.output)
+        assert "parameters valid" not in r.output and not (tmp_path / "o").exists() and not (tmp_path / "run").exists()
+    with pytest.raises(ValueError, match=re.escape(f"unknown llm spec '{gone}': no such model folder")):
+        reproduce("paper", params={"llm": str(gone)}, check=True, out=tmp_path / "o", progress=False)
+    # an LLM option the backend does not take, or an API key bound for the records, is refused the same way
+    r = CliRunner().invoke(app, ["reproduce", "--profile", "paper", "--check", "--llm-option", "extra_body={}"])
+    assert r.exit_code == 2 and _invalid(r.output) == \
+        _squash("llm_options: LLM option 'extra_body' applies to openai models, not to 'smollm2-135m'"), r.output
+    r = CliRunner().invoke(app, ["reproduce", "--check", "--llm", "openai:http://127.0.0.1:9/v1#m", "--llm-option", "api_key=sk-1"])
+    assert r.exit_code == 2 and _squash("set $OPENAI_API_KEY instead") in _invalid(r.output) and "sk-1" not in r.output, r.output
+
+
+def _scripted_reply(body: dict) -> str:
+    "The stub server's reply to a chat request: what the scripted stand-in `ScriptedPolicy` answers to its messages."
+    from fakes import ScriptedPolicy
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
+    return ScriptedPolicy()._one(body["messages"], schema)
+
+
+def test_the_paper_profile_runs_every_notebook_with_a_served_model(fake_env, stub_server, tmp_path, monkeypatch):
+    """One command runs the paper profile with a served model (here the local stub server, answering as the scripted
+    stand-in, at sizes small enough for the fast tier; the datasets `demo`): every notebook's runs name the served
+    model in their manifests and records, the server saw their requests, each with the `--llm-option` extra_body;
+    MEGRAG's distilled rows ran with the served LoRA module `student`; EviReform's main tables, whose committed runs
+    were made with SmolLM2, were answered anew with the served model."""
+    import pandas as pd
+    monkeypatch.setenv("MEGRAG_KIT_CACHE", str(tmp_path / "cache"))           # the LLM call cache: this test's own
+    srv = stub_server
+    srv.respond, srv.models = _scripted_reply, {"served", "student"}            # another model name: vLLM's 404
+    llm, student = f"openai:{srv.url}#served", f"openai:{srv.url}#student"
+    kwargs = {"chat_template_kwargs": {"enable_thinking": False}}
+    small = dict(dataset="demo", table2_dataset="demo", table_datasets=["demo"], growth_dataset="demo", student=student,
+                 budgets=[1], megrag={"budget": 2}, limit_rounds=1, rounds_settings=[2], limit_sweep=1,
+                 sweeps={"alpha": [0.25]}, growth_questions=10, limit_growth=1, growth_variants=["full"],
+                 cara={"agents": 1, "t_max": 2}, variants=["full", "global_search"], answer_variants=["full"],
+                 answer_options={"read": True}, sweep_agents=[1], sweep_t_max=[1], sweep_options={"read": True})
+    out = tmp_path / "paper"
+    args = ["reproduce", "--profile", "paper", "--llm", llm, "--llm-option", f"extra_body={json.dumps(kwargs)}", "--embedder",
+            "py:fakes:HashEmbedder", "--limit", "2", "--out", str(out), *[a for k, v in small.items() for a in ("--param", f"{k}={json.dumps(v)}")]]
+    r = CliRunner().invoke(app, [*args, "--check"])                  # the served student is accepted; nothing is asked
+    assert r.exit_code == 0 and all(f"\n{n}: parameters valid" in r.output for n in EXPERIMENTS), r.output
+    assert srv.requests == [] and not out.exists()
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    chats = [b for p, b in srv.requests if p.endswith("/chat/completions")]
+    assert {b["model"] for b in chats} == {"served", "student"} and len(chats) > 100
+    assert all(b["chat_template_kwargs"] == {"enable_thinking": False} for b in chats)     # the option reached every request
+    made = {}
+    for n in EXPERIMENTS:
+        rec = json.loads((out / "results" / f"{n}.json").read_text())
+        assert rec["params"]["llm"] == llm and rec["params"]["llm_options"] == {"extra_body": kwargs}, n
+        assert rec["models"] and all(m["llm"].startswith(f"openai:{srv.url}#") for m in rec["models"].values()), n
+        made[n] = [x for x in rec["runs"] if "summary" in x]                       # the runs answered here (not read)
+        assert made[n] and {x["llm"] for x in made[n]} <= {llm, student}, n
+        for x in made[n]:
+            mf = json.loads((Path(x["folder"]) / "run.json").read_text())
+            assert mf["llm"] == x["llm"] and mf["llm_options"] == {"extra_body": kwargs} and mf["dataset"] == "demo", x
+            assert mf["models"]["llm"].startswith(f"openai:{srv.url}#{x['llm'].split('#')[1]}+"), mf["models"]
+    assert {x["llm"] for x in made["megrag_tables"]} == {llm, student}                   # the distilled rows: the student
+    t1 = pd.read_csv(out / "tables" / "megrag_table1.csv").set_index("run")
+    assert t1.loc["megrag (distilled)", "n"] == 2 and not any("not run" in i for i in t1.index)
+    t3 = pd.read_csv(out / "tables" / "megrag_table3.csv").set_index("run")
+    assert t3.loc[["full (distilled)", "no_sft"], "n"].tolist() == [2, 2]
+    no_sft = [x for x in made["megrag_tables"] if x["llm"] == llm and x["params"].get("policy") == "single"]
+    assert [x["summary"]["n"] for x in no_sft] == [2]                # w/o SFT: the served base with the student's procedure
+    # EviReform: the nine committed runs of its main tables were made with SmolLM2: answered here, on demo, with the served model
+    runs52 = json.loads((out / "results" / "evireform_tables.json").read_text())["runs"]
+    assert not [x for x in runs52 if "summary" not in x]                     # nothing read from the committed runs
+    ta = pd.read_csv(out / "tables" / "evireform_runs.csv")
+    assert ta["n"].tolist() == [2] * 9 and (out / "tables" / "evireform_runs.md").read_text().startswith(
+        f"Answered here on demo with {llm} / py:fakes:HashEmbedder")
+    committed = {json.loads((Path(__file__).parents[1] / "runs" / n / "run.json").read_text())["params"]["variant"]
+                 for n in ta["run"] if n != "2wiki20-native_rag"}
+    assert committed <= {x["params"].get("variant") for x in made["evireform_tables"]}
+
