@@ -38,7 +38,7 @@ DECLARED = {
 DYNAMIC = {
     ("method", "discover"): "the registry: imports the package's modules and the plugins so that their @register runs",
     ("reproduce", "build_model"): "a `py:module:Name` model spec names the user's own class",
-    ("runner", "run"): "warms the third-party modules of _WARM_IMPORTS before the first batch",
+    ("runner", "_run_held"): "warms the third-party modules of _WARM_IMPORTS before the first batch",
 }
 NOT_MODULES = {"__init__", "_modidx"}     # the package file and nbdev's index: they import no kit module (checked)
 
