@@ -4,14 +4,14 @@
 
 # %% ../nbs/06_reader.ipynb #41ec80a1
 from __future__ import annotations
-import re
+import contextlib, contextvars, re
 from .core import STOPWORDS, content_words
 from .models import ChatModel, Cost, split_reasoning, structured
 from typing import NamedTuple
 
 # %% auto #0
-__all__ = ['READER_SYSTEM', 'READER_EXAMPLES', 'reader_prompt', 'first_sentence', 'extract_answer', 'answer_line',
-           'answer_options', 'Read', 'Reader']
+__all__ = ['READER_SYSTEM', 'READER_EXAMPLES', 'ANSWER_RULES', 'reader_prompt', 'first_sentence', 'answer_rewrites',
+           'json_answer', 'restated_span', 'extract_answer', 'answer_line', 'answer_options', 'Read', 'Reader']
 
 # %% ../nbs/06_reader.ipynb #fe9d8638
 READER_SYSTEM = "Answer the question with a short phrase (a name, date, place or yes/no). Reply with the answer only."
@@ -77,23 +77,89 @@ def first_sentence(text: str) -> str:
         else: break
     return out.strip()
 
+# %% ../nbs/06_reader.ipynb #96d5e02f
+ANSWER_RULES = ("json", "restatement")      # the rules that replace what the model wrote, each use counted
+_REWRITES: contextvars.ContextVar = contextvars.ContextVar("megrag_kit_answer_rewrites", default=())
+
+@contextlib.contextmanager
+def answer_rewrites():
+    """`with answer_rewrites() as seen:` collects every use of an `ANSWER_RULES` rule by `extract_answer` inside the
+    block: `seen` maps a question text to the rule names used on its answers, in call order (nested blocks each
+    see every use)."""
+    seen: dict[str, list[str]] = {}
+    token = _REWRITES.set(_REWRITES.get() + (seen,))
+    try: yield seen
+    finally: _REWRITES.reset(token)
+
+def _note(question: str, rule: str) -> None:
+    for seen in _REWRITES.get(): seen.setdefault(question, []).append(rule)
+def json_answer(text: str) -> str | None:
+    """The `answer` field (any case; a string, number or true/false, as text) of a reply that is one JSON object,
+    bare or in a ```json fence, read with `json_repair`; `None` for any other reply."""
+    m = re.fullmatch(r"\s*(?:```(?:json)?\s*)?(\{.*\})\s*(?:```)?\s*", text or "", re.S)
+    if not m: return None
+    import json_repair
+    try: val = json_repair.loads(m.group(1))
+    except Exception: return None
+    if not isinstance(val, dict): return None
+    v = next((v for k, v in val.items() if str(k).lower() == "answer"), None)
+    if isinstance(v, bool): return "yes" if v else "no"
+    return str(v).strip() if isinstance(v, (str, int, float)) and str(v).strip() else None
+
+def _kind_of(tok: str, q: set) -> str:
+    "A token's class against the question's content words `q`: `Q` (all its words in `q`), `F` (function words), `C`."
+    words = re.findall(r"\w+", tok.lower().removesuffix("'s").removesuffix("’s"))
+    if words and all(w in q for w in words): return "Q"
+    return "F" if all(w in _QUESTION_WORDS for w in words) else "C"
+
+def restated_span(sentence: str, question: str) -> str | None:
+    """The part of a declarative `sentence` that is not in `question`, or `None` when the rule does not apply.
+
+    The rule: the sentence restates the question when one of its words is a content word of the question written in
+    lower case (a restated verb or noun such as `directed`, not only a name); its words are then split into runs
+    between the question's words, function words are trimmed from each run's ends, and when exactly one run holds
+    a word of its own, that run is the answer (`Steven Spielberg directed Jaws.` for `Who directed Jaws?` ->
+    `Steven Spielberg`). No such run, or several, keeps the sentence as it is."""
+    q = content_words(question, _QUESTION_WORDS)
+    toks = sentence.split()
+    kinds = [_kind_of(t, q) for t in toks]
+    if not q or not any(k == "Q" and t[:1].islower() for t, k in zip(toks, kinds)): return None
+    runs, cur = [], []
+    for t, k in zip(toks, kinds):
+        if k == "Q":
+            if cur: runs.append(cur)
+            cur = []
+        else: cur.append((t, k))
+    if cur: runs.append(cur)
+    spans = []
+    for r in runs:
+        while r and r[0][1] == "F": r = r[1:]
+        while r and r[-1][1] == "F": r = r[:-1]
+        if any(k == "C" for _, k in r): spans.append(" ".join(t for t, _ in r))
+    return spans[0].strip(" ,;:") if len(spans) == 1 else None
+
 # %% ../nbs/06_reader.ipynb #a148fbb7
 _QUESTION_WORDS = STOPWORDS | {"who", "what", "which", "where", "when", "film", "song", "did", "does", "do"}
 _LEAD_IN = re.compile(r"(?:\b(?:final|short|correct)\s+answer|\bthe\s+answer\s+is|\banswer\s+is|^\s*answer|^\s*a)"
                       r"\s*[:：\-–]\s*"
                       r"|\b(?:the\s+)?answer\s+is\s+", re.I | re.M)
-
 def extract_answer(text: str, question: str = "") -> str:
     """The answer span of a raw reader output `text` (a string; the empty string stays empty).
 
-    Rules, in order: drop a reasoning block (`<think>...</think>`); keep what follows the last answer lead-in
+    Rules, in order: drop a reasoning block (`<think>...</think>`); a reply that is one JSON object (bare or in a
+    ```json fence) is replaced by its `answer` field (`json_answer`); keep what follows the last answer lead-in
     (`Answer:`, `Final answer:`, `So the answer is`, `A:`); keep the first non-empty line without markdown
     emphasis or quotes; keep its first sentence (pysbd, so abbreviations such as `St.` or an initial do not end
     it); a leading `yes`/`no` followed by punctuation is the answer; when the sentence reads `<restatement of
     question> is/was <X>`, keep `X` (or the left side when the right side restates the question); cut a
-    trailing explanation (`; `, ` (`, `, which/who/and/but`); drop a leading `born in`, `located in`,
-    `the city of`; drop a final period."""
-    t = re.sub(r"\*\*|__|`", "", split_reasoning(text or "")[1])       # markdown emphasis
+    trailing explanation (`; `, ` (`, `, which/who/and/but`); a declarative sentence that restates the question
+    becomes the one run of its words not in the question (`restated_span`); drop a leading `born in`,
+    `located in`, `the city of`; drop a final period. The JSON rule and the two restatement rules replace what the
+    model wrote: each use is counted (`answer_rewrites`, rules `json` and `restatement`; the runner writes them into
+    each row's `rewritten` and the summary shows them beside the scores). Gold answers are never rewritten."""
+    t = split_reasoning(text or "")[1]
+    if (j := json_answer(t)) is not None: t = j; _note(question, "json")
+    t = re.sub(r"\*\*|__|`", "", t)       # markdown emphasis
     leads = list(_LEAD_IN.finditer(t))
     if leads: t = t[leads[-1].end():]
     t = next((line for line in t.splitlines() if line.strip()), "")
@@ -102,14 +168,17 @@ def extract_answer(text: str, question: str = "") -> str:
     yn = re.match(r"^(yes|no)\b[\s,.!;:]", t + " ", re.I)
     if yn: return yn.group(1).lower()
     m = re.match(r"^(.*?)\s+\b(is|was|are|were)\b\s+(.*)$", t)
+    restated = False
     if m and question:
         left, right = content_words(m.group(1), _QUESTION_WORDS), content_words(m.group(3), _QUESTION_WORDS)
         q = content_words(question, _QUESTION_WORDS)
         left_restates = bool(left) and len(left & q) / len(left) >= 0.5
         right_restates = bool(right) and len(right & q) / len(right) >= 0.5
-        if left_restates and not (right_restates and len(left) <= 4): t = m.group(3)
-        elif right_restates: t = m.group(1)
+        if left_restates and not (right_restates and len(left) <= 4): t, restated = m.group(3), True
+        elif right_restates: t, restated = m.group(1), True
     t = re.split(r";\s|\s\(|,\s(?:which|who|and|but)\b", t)[0]
+    if question and (span := restated_span(t, question)) is not None: t, restated = span, True
+    if restated: _note(question, "restatement")
     t = re.sub(r"^(?:(?:born|died|buried|located|based)\s+(?:in|on|at)\s+|(?:from|in)\s+(?=the\b)|the city of\s+)", "",
                t.strip(), flags=re.I)
     t = t.strip().rstrip(".").strip()
@@ -121,9 +190,11 @@ def answer_line(text: str) -> str:
     """The line of a raw reply that holds the answer: the first non-blank line, joined with the next non-blank one
     when it is only a lead-in (`Answer:`, `Final answer:`). A reply that opens with blank lines (`"\n\nParis"`) or
     puts the answer under its lead-in (`"Answer:\nParis"`) is read like `"Paris"` (issue: helm #3507); a second
-    line after an answer is never read (`"Paris\nAnswer: London"` -> `"Paris"`)."""
+    line after an answer is never read (`"Paris\nAnswer: London"` -> `"Paris"`). A reply that is a JSON object, bare or
+    in a ```json fence, is kept whole on one line (`extract_answer` reads its `answer` field)."""
     lines = [x for x in split_reasoning(text or "")[1].splitlines() if x.strip()]
     if not lines: return ""
+    if json_answer("\n".join(lines)) is not None: return " ".join(x.strip() for x in lines)
     bare_lead_in = not _LEAD_IN.sub("", re.sub(r"\*\*|__|`", "", lines[0])).strip(" \t-•")
     if len(lines) > 1 and bare_lead_in: return f"{lines[0]} {lines[1]}"
     return lines[0]

@@ -16,6 +16,7 @@ from .models import Cost, CostMeter, ModelCallError
 from .metrics import (exact_match, f1_score, answer_containment, retrieval_scores, bootstrap_ci,
                                 paired_bootstrap)
 from .method import Method
+from .reader import answer_rewrites
 from .index import index_line
 
 # %% auto #0
@@ -55,7 +56,9 @@ def summarize(rows: list[dict]) -> dict:
     `COST_FIELDS` entry per question (`None` when any row's value is unknown), `unparsed_rate` (unparsed calls per
     100 calls) and `indexing` (mean indexing cost per question). With retrieval scores, `retrieved_depth` is
     `[min, max]` of the passages the scored questions retrieved and `k_beyond_retrieved` lists the `@K` scores whose
-    K exceeds the minimum (a recall@20 of a 10-passage list is its recall@10: `format_summary` marks them)."""
+    K exceeds the minimum (a recall@20 of a 10-passage list is its recall@10: `format_summary` marks them). When the
+    rows record `rewritten` (the answer rules that replaced what the model wrote, `extract_answer`), `rewritten` is
+    the number of scored questions with one and `rewritten_by` the questions per rule."""
     failed = [r for r in rows if r.get("failed")]
     rows = [r for r in rows if not r.get("failed")]
     out, ci = {"n": len(rows), "failed": len(failed)}, {}
@@ -79,6 +82,9 @@ def summarize(rows: list[dict]) -> dict:
         for k, v in (r.get("indexing") or {}).items():
             idx[k] = None if v is None or idx.get(k, 0) is None else idx.get(k, 0) + v
     out["indexing"] = {k: None if v is None else round(v / n, 3) for k, v in idx.items()}
+    if any("rewritten" in r for r in rows):
+        out["rewritten"] = sum(bool(r.get("rewritten")) for r in rows)
+        out["rewritten_by"] = dict(Counter(k for r in rows for k in dict.fromkeys(r.get("rewritten") or [])))
     out["ci"] = ci
     return out
 
@@ -271,8 +277,10 @@ def _announce(method: Method, n_todo: int, res) -> None:
 
 # %% ../nbs/90_runner.ipynb #ed548985
 def _answer(method: Method, batch: list[Question], on_record=None):
-    "`(answers, meter)` for a batch; `RuntimeError` when the method returns the wrong number of answers."
-    with CostMeter(on_record) as meter: answers = method.answer(batch)
+    """`(answers, meter)` for a batch (`meter.rewrites`: the `answer_rewrites` of the batch); `RuntimeError` when the
+    method returns the wrong number of answers."""
+    with CostMeter(on_record) as meter, answer_rewrites() as seen: answers = method.answer(batch)
+    meter.rewrites = seen
     if len(answers) != len(batch):
         raise RuntimeError(f"{method.name} returned {len(answers)} answers for {len(batch)} questions")
     return answers, meter
@@ -390,7 +398,8 @@ def _write_rows(log, method: Method, qb: list[Question], answers, meter) -> int:
     for q, a in zip(qb, answers):
         log.write(dict(**_base_row(q), prediction=a.prediction, retrieved=list(a.retrieved), **a.fields,
                        **a.cost.row(), latency_s=round(a.cost.llm_seconds + other / len(qb), 4), **timing,
-                       indexing=share, **score(q, a.prediction, a.retrieved), trace=a.trace))
+                       indexing=share, rewritten=list(getattr(meter, "rewrites", {}).get(q.question, [])),
+                       **score(q, a.prediction, a.retrieved), trace=a.trace))
     return 0
 
 # %% ../nbs/90_runner.ipynb #fc9dd07b
@@ -502,6 +511,10 @@ def format_summary(s: dict, legend: bool = True) -> str:
     for k, (lo, hi) in s.get("ci", {}).items():
         mark = f"   (K > the {depth} passages retrieved: the score of the whole list)" if k in beyond else ""
         lines.append(f"{k:18s} {s[k]:8.2f}   [{lo:.2f}, {hi:.2f}]{mark}")
+    if "rewritten" in s:
+        by = ", ".join(f"{k} {v}" for k, v in (s.get("rewritten_by") or {}).items())
+        lines.append(f"{'rewritten':18s} {s['rewritten']} of {s['n']} answers replaced by a rule"
+                     + (f" ({by})" if by else "") + " (extract_answer: json, restatement)")
     if s.get("retrieved_depth"):
         lo, hi = s["retrieved_depth"]
         lines.append(f"{'retrieved':18s} {lo}..{hi} passages per question")
@@ -513,7 +526,7 @@ def format_summary(s: dict, legend: bool = True) -> str:
     if s.get("indexing"):
         lines.append(f"{'indexing/q':18s} " + ", ".join(f"{k} {'n/a' if v is None else format(v, 'g')}"
                                                         for k, v in s["indexing"].items()))
-    base = {"n", "failed", "failed_reasons", "ci",
+    base = {"n", "failed", "failed_reasons", "rewritten", "rewritten_by", "ci",
             "manifest", "indexing", "index_build", "unparsed_rate", "retrieved_depth",
             "k_beyond_retrieved",
             *COST_FIELDS, *s.get("ci", {})}

@@ -501,3 +501,28 @@ def test_a_transient_error_is_still_retried(code, no_sleep):
             OpenAIChatModel(srv.url, "m", cache=False, max_retries=2)("hi")
         assert srv.n == 3
     finally: srv.close()
+
+
+# -- answers a model wraps in JSON or a sentence (scored wrong), and the count of the rule that rewrote them
+
+def test_a_json_or_sentence_answer_is_read_and_every_rewrite_is_counted_beside_the_scores(tmp_path):
+    from megrag_kit.runner import format_summary
+    from megrag_kit.core import Dataset
+    from megrag_kit.reader import answer_options
+    demo = load_dataset("demo")
+    ds = Dataset("demo-free", [q for q in demo.questions if answer_options(q.question) is None][:3], demo.corpus)
+    qs = ds.questions
+    golds = {q.question: q.answers[0] for q in qs}
+    def reply(user):
+        q = user.split("Question: ")[-1]
+        if q == qs[0].question: return f'```json\n{{"answer": "{golds[q]}"}}\n```'
+        return f'{{"answer": "{golds[q]}"}}' if q == qs[1].question else golds[q]
+    s = run(build_method("direct", {}, Resources(ds, ScriptedLLM(reply), None)), ds, tmp_path / "r", limit=3, show_progress=False)
+    rows = read_predictions(tmp_path / "r" / "predictions.jsonl")
+    assert [r["prediction"] for r in rows] == [q.answers[0] for q in qs] and [r["em"] for r in rows] == [1.0, 1.0, 1.0]
+    assert [r["rewritten"] for r in rows] == [["json"], ["json"], []]
+    assert (s["em"], s["rewritten"], s["rewritten_by"]) == (100.0, 2, {"json": 2})
+    assert "rewritten          2 of 3 answers replaced by a rule (json 2)" in format_summary(s)
+    q = "Who directed Jaws?"
+    (a, _), = Reader(ScriptedLLM(lambda p: "Steven Spielberg directed Jaws.")).answer([q], [["Jaws\nJaws is a 1975 film."]])
+    assert a == "Steven Spielberg"
