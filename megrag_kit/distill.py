@@ -111,20 +111,26 @@ def eval_questions(data_dir=None, names=None) -> dict[str, list[Question]]:
     subset the kit reports (the first `EVAL_SUBSETS[name]` questions), all of a dataset not in `EVAL_SUBSETS`."""
     return {n: load_dataset(n, data_dir).questions[:EVAL_SUBSETS.get(n)] for n in (names or DATASETS)}
 
+def _text_print(text: str) -> str:
+    "16 hex digits of the sha256 of a question's `norm_question` text: what the fingerprints hold instead of texts."
+    return hashlib.sha256(norm_question(text).encode()).hexdigest()[:16]
+
 def eval_fingerprints(evals: dict[str, list[Question]]) -> dict:
     """`{dataset: {"ids": [...], "texts": [sha256 of norm_question, 16 hex]}}` of evaluation sets: what a committed
     training file is checked against on a machine without the benchmark data (`check_fingerprints`)."""
     return {n: dict(ids=sorted(q.qid for q in qs),
-                    texts=sorted({hashlib.sha256(norm_question(q.question).encode()).hexdigest()[:16] for q in qs}))
+                    texts=sorted({_text_print(q.question) for q in qs}))
             for n, qs in evals.items()}
 
 def check_fingerprints(rows: list[dict], prints: dict) -> dict:
     """`{eval name: [ids]}` of the collected records `rows` (`{qid, question}`) whose id or normalized question text
     is in the evaluation fingerprints `prints` (`eval_fingerprints`); `{}` when disjoint."""
-    h = lambda t: hashlib.sha256(norm_question(t).encode()).hexdigest()[:16]
-    hits = {n: [r["qid"] for r in rows if r["qid"] in set(p["ids"]) or h(r["question"]) in set(p["texts"])]
-            for n, p in prints.items()}
-    return {n: b for n, b in hits.items() if b}
+    rows = [(r["qid"], _text_print(r["question"])) for r in rows]              # each row hashed once
+    hits = {}
+    for n, p in prints.items():
+        ids, texts = set(p["ids"]), set(p["texts"])
+        if bad := [q for q, t in rows if q in ids or t in texts]: hits[n] = bad
+    return hits
 
 def check_disjoint(train: list[Question], evals: dict[str, list[Question]],
                    drop_overlap: bool = False) -> tuple[list[Question], dict]:
@@ -734,7 +740,8 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     `ValueError` when no example fits `max_len`; `DataError` for a checkpoint of other data or hyperparameters."""
     from transformers import AutoTokenizer
     cfg, out = cfg or TrainConfig(), Path(out)
-    if cfg.bf16 is None: cfg = replace(cfg, bf16=bool(cpu_bf16()))     # auto: recorded in the key and the manifest
+    flags = cpu_bf16()
+    if cfg.bf16 is None: cfg = replace(cfg, bf16=bool(flags))     # auto: recorded in the key and the manifest
     paths = [data] if isinstance(data, (str, Path)) else list(data)
     base = _base_path(student)
     tok = AutoTokenizer.from_pretrained(base)
@@ -750,7 +757,7 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     model.save_pretrained(out)
     normalize_adapter_config(out, student)
     man = _train_manifest(key, cfg, out, paths, examples, long, seqs, tr, va, state, val_loss)
-    man["cpu_bf16"] = cpu_bf16()
+    man["cpu_bf16"] = flags
     (out / "manifest.json").write_text(json.dumps(man, indent=1))
     return man
 

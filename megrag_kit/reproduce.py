@@ -13,7 +13,7 @@ from .data import load_dataset
 from .index import StoreOptions, restrict
 from .method import ConfigError, Resources, build_method, get_method
 from .models import check_llm_options, check_model_spec
-from .runner import read_predictions, run as run_questions, versions
+from .runner import _todo, read_predictions, run as run_questions, versions
 from fastcore.basics import patch
 
 # %% auto #0
@@ -240,9 +240,7 @@ def _dry_missing(self: Experiment, folder: Path, dataset, lim) -> int:
     """For a dry run: the number of the first `lim` questions of `dataset` that the run folder `folder` has no
     answer for (a failed row counts as missing), recorded as one line of the `$MEGRAG_KIT_DRY_RUN` file."""
     qs = dataset.questions[:lim] if lim else dataset.questions
-    have = ({r["id"] for r in read_predictions(folder / "predictions.jsonl") if not r.get("failed")}
-            if (folder / "run.json").exists() else set())
-    todo = sum(q.qid not in have for q in qs)
+    todo = len(_todo(folder / "predictions.jsonl", qs, folder, False))     # what `run` would answer, and no more
     with open(self.dry, "a") as f:
         f.write(json.dumps(dict(notebook=self.name, folder=str(folder), questions=len(qs), to_answer=todo)) + "\n")
     return todo
