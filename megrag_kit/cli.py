@@ -21,8 +21,8 @@ from .report import report as report_md
 # %% auto #0
 __all__ = ['app', 'FRIENDLY_ERRORS', 'STORE_OPTIONS', 'distill_app', 'scale_app', 'experiment_app', 'friendly', 'parse_options',
            'parse_sets', 'store_views', 'run', 'methods', 'index', 'compare', 'report', 'datasets', 'main', 'reproduce',
-           'distill_collect', 'distill_train', 'scale_extract', 'scale_grid', 'experiment_run', 'experiment_report',
-           'experiment_from_runs', 'explore']
+           'distill_collect', 'distill_train', 'distill_hops', 'scale_extract', 'scale_grid', 'experiment_run',
+           'experiment_report', 'experiment_from_runs', 'explore']
 
 # %% ../nbs/99_cli.ipynb #2f3ec467
 app = typer.Typer(add_completion=False,
@@ -397,6 +397,27 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
     man = train(data, out, student, cfg)
     typer.echo(json.dumps({k: v for k, v in man.items() if k not in ("losses", "too_long_ids")}, indent=1))
     typer.echo(f"student: --llm {student}+lora:{out}")
+
+# %% ../nbs/99_cli.ipynb #7de364e2
+@distill_app.command("hops")
+@friendly
+def distill_hops(runs: list[Path] = typer.Argument(..., help="finished MEGRAG run folders (run.json, predictions.jsonl)"),
+                 data_dir: Path = typer.Option(None)):
+    """For each run, a Markdown table of where its trajectories go wrong hop by hop (`distill.hop_diagnosis`): step k
+    against gold hop k, retrieved, cited, read, stopped."""
+    from .distill import hop_diagnosis, hop_table
+    from .jsonl import read_jsonl
+    datasets = {}
+    for run in runs:
+        if not (run / "run.json").is_file(): raise DataError("not a finished run: no run.json", file=run)
+        info = json.loads((run / "run.json").read_text())
+        name = info.get("dataset")
+        if not name: raise DataError("no dataset recorded", file=run / "run.json", field="dataset")
+        if name not in datasets: datasets[name] = load_dataset(name, data_dir)
+        ds = datasets[name]
+        rows = read_jsonl(run / "predictions.jsonl")
+        typer.echo(f"## {run} ({len(rows)} questions, {name})\n")
+        typer.echo(hop_table(hop_diagnosis(rows, {q.qid: q for q in ds.questions}, ds.corpus)) + "\n")
 
 # %% ../nbs/99_cli.ipynb #74cdbbf9
 scale_app = typer.Typer(help="Scale-out on Ray (pip install 'megrag_kit\\[ray]'): extraction over a corpus, a grid of "

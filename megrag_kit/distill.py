@@ -19,12 +19,12 @@ from .models import HFChatModel, adapter_hash, load_llm, load_student, model_ide
 
 # %% auto #0
 __all__ = ['TRAINING_SETS', 'EVAL_SUBSETS', 'DISTILL_DEFAULTS', 'DEFAULT_DATA', 'V2_DATA', 'EXAMPLE_KINDS', 'STUDENT_DIR',
-           'target_text', 'serialize', 'load_training', 'norm_question', 'eval_questions', 'eval_fingerprints',
-           'check_fingerprints', 'check_disjoint', 'gold_hops', 'answer_hop', 'gold_selection', 'gold_decision',
-           'gold_examples', 'node_target', 'trace_examples', 'teacher_examples', 'distill_config', 'collect',
-           'same_header', 'distill_sets', 'collection_counts', 'read_examples', 'TrainConfig', 'cpu_bf16', 'data_hash',
-           'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'question_subset', 'train',
-           'shipped_student']
+           'HOP_FIELDS', 'target_text', 'serialize', 'load_training', 'norm_question', 'eval_questions',
+           'eval_fingerprints', 'check_fingerprints', 'check_disjoint', 'gold_hops', 'answer_hop', 'gold_selection',
+           'gold_decision', 'gold_examples', 'node_target', 'trace_examples', 'teacher_examples', 'distill_config',
+           'collect', 'same_header', 'distill_sets', 'collection_counts', 'read_examples', 'TrainConfig', 'cpu_bf16',
+           'data_hash', 'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'question_subset', 'train',
+           'shipped_student', 'hop_diagnosis', 'hop_table']
 
 # %% ../nbs/40_distill.ipynb #de197980
 def target_text(o: dict) -> str:
@@ -775,3 +775,59 @@ def shipped_student(llm: str = "smollm2-135m") -> str | None:
     try: d = STUDENT_DIR.relative_to(Path.cwd().resolve())      # inside the checkout: the same run key in every clone
     except ValueError: d = STUDENT_DIR
     return f"smollm2-135m+lora:{d}"
+
+# %% ../nbs/40_distill.ipynb #9b542177
+def _cited_text(node: dict) -> str:
+    return " ".join(t for units in (node.get("evidence") or {}).values() for _, t in units)
+
+HOP_FIELDS = ("questions", "reached", "gold_retrieved", "answer_retrieved", "answer_cited", "read", "read_cited",
+              "stopped_early", "went_on")
+
+def hop_diagnosis(rows: list[dict], questions: dict, corpus) -> list[dict]:
+    """Where a MEGRAG policy's trajectories go wrong, hop by hop: which decision of the gold teacher (*MEGRAG:
+    Multi-Granular Evidence Graphs for Answer-Aware Multi-Hop RAG*, §Methodology "Graph Construction Distillation",
+    one decision `o_i` per step) the student has not learned.
+
+    `rows`: a MEGRAG run's prediction records, each with its `trace`; `questions`: `{qid: Question}`; `corpus`: the
+    passages, `corpus[pid].content` their text. Step k is compared with gold hop k of `gold_hops(q)`. Returns one dict
+    per hop k = 1, 2, ... with the counts (integers) `HOP_FIELDS`: `questions` with at least k gold hops; `reached`,
+    a step k exists; `gold_retrieved`, hop k's supporting passage among step k's retrieved passages (`None` when no
+    question annotates it per hop, as in 2Wiki); `answer_retrieved`, hop k's answer in one of them; `answer_cited`, in
+    the evidence step k selected; `read`, step k's intermediate answer has F1 >= 0.5 with hop k's answer;
+    `read_cited`, read among those that cited it; `stopped_early`, step k stops before the last hop; `went_on`, the
+    last hop's step does not stop. `KeyError` naming the id when a row's question is not in `questions`."""
+    out: dict[int, dict] = {}
+    for r in rows:
+        if r["id"] not in questions: raise KeyError(f"prediction {r['id']!r}: no such question in the dataset given")
+        q = questions[r["id"]]; hops = gold_hops(q); nodes = (r.get("trace") or {}).get("nodes") or []
+        support = [d.get("support_pid") for d in (q.decomposition or [])]
+        for k, (_, ans) in enumerate(hops, 1):
+            c = out.setdefault(k, {"hop": k, **dict.fromkeys(HOP_FIELDS, 0), "gold_retrieved": None})
+            c["questions"] += 1
+            if k > len(nodes): continue
+            n = nodes[k - 1]; c["reached"] += 1
+            if k <= len(support) and support[k - 1] is not None:
+                c["gold_retrieved"] = (c["gold_retrieved"] or 0) + (support[k - 1] in n["retrieved"])
+            c["answer_retrieved"] += any(_contains(corpus[p].content, ans) for p in n["retrieved"])
+            cited = _contains(_cited_text(n), ans); c["answer_cited"] += cited
+            read = f1_score(n.get("intermediate_answer") or "", ans) >= 0.5
+            c["read"] += read; c["read_cited"] += read and cited
+            c["stopped_early"] += bool(n.get("stop")) and k < len(hops)
+            c["went_on"] += not n.get("stop") and k == len(hops)
+    return [out[k] for k in sorted(out)]
+
+# %% ../nbs/40_distill.ipynb #672e9b39
+def hop_table(diagnosis: list[dict]) -> str:
+    """`hop_diagnosis`'s rows as a Markdown table, each count beside its base: `reached` of the questions with that
+    hop; retrieved, cited, read and stop counts of the steps that reached it; `read_cited` of `answer_cited`."""
+    head = ["hop", "questions", "reached", "gold passage retrieved", "answer retrieved", "answer cited", "read",
+            "read, answer cited", "stopped early", "went on"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in diagnosis:
+        of = lambda v, n: "–" if v is None else f"{v} of {n}"
+        lines.append("| " + " | ".join([str(c["hop"]), str(c["questions"]), of(c["reached"], c["questions"]),
+            of(c["gold_retrieved"], c["reached"]), of(c["answer_retrieved"], c["reached"]),
+            of(c["answer_cited"], c["reached"]), of(c["read"], c["reached"]),
+            of(c["read_cited"], c["answer_cited"]), of(c["stopped_early"], c["reached"]),
+            of(c["went_on"], c["reached"])]) + " |")
+    return "\n".join(lines)
