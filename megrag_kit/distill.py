@@ -10,7 +10,7 @@ from pathlib import Path
 from .core import DataError, Dataset, Question, cache_dir, stable_hash, set_seed
 from .data import DATASETS, load_dataset, load_contexts, load_hipporag, shared_data_dir
 from .jsonl import JsonlAppender, read_jsonl
-from .metrics import f1_score, normalize_answer
+from .metrics import bootstrap_ci, f1_score, normalize_answer
 from .megrag import (MEGRAG, MEGRAGConfig, Candidates, EvidenceGraph, Node, collect_candidates, cut_text,
                                 LEVELS)
 from .method import Resources
@@ -24,7 +24,7 @@ __all__ = ['TRAINING_SETS', 'EVAL_SUBSETS', 'DISTILL_DEFAULTS', 'DEFAULT_DATA', 
            'gold_decision', 'gold_examples', 'node_target', 'trace_examples', 'teacher_examples', 'distill_config',
            'collect', 'same_header', 'distill_sets', 'collection_counts', 'read_examples', 'TrainConfig', 'cpu_bf16',
            'data_hash', 'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'question_subset', 'train',
-           'shipped_student', 'hop_diagnosis', 'hop_table']
+           'questions_seen', 'shipped_student', 'learning_curve', 'hop_diagnosis', 'hop_table']
 
 # %% ../nbs/40_distill.ipynb #de197980
 def target_text(o: dict) -> str:
@@ -694,6 +694,10 @@ def _train_loop(model, opt, tok, tr: list[dict], va: list[dict], cfg: TrainConfi
     bar.close()
 
 # %% ../nbs/40_distill.ipynb #885da82d
+def _seen(tr: list[dict], steps: int, cfg: TrainConfig) -> int:
+    "Distinct training questions in the first `steps` batches of a run on `tr`."
+    return len({tr[i]["qid"] for b in _batches(tr, steps, cfg.batch, cfg.seed) for i in b})
+
 def _by_source(paths) -> dict:
     """`{dataset: counts}` of the collected files `paths` (the dataset their header names, else the file name): their
     questions, kept questions, examples, trajectory and hop examples."""
@@ -716,6 +720,7 @@ def _train_manifest(key: dict, cfg: TrainConfig, out: Path, paths: list, example
     return dict(key, hyperparameters=asdict(cfg), adapter_sha256=adapter_hash(out), data=[str(p) for p in paths],
                 examples_by_source=_by_source(paths), examples=len(examples), too_long=len(long), too_long_ids=long,
                 train_examples=len(tr), val_examples=len(va), train_questions=len({s["qid"] for s in tr}),
+                questions_seen=_seen(tr, step, cfg),
                 val_questions=len({s["qid"] for s in va}),
                 tokens_mean=round(sum(len(s["input_ids"]) for s in seqs) / len(seqs), 1),
                 target_tokens_mean=round(sum(len(s["input_ids"]) - s["n_prompt"] for s in seqs) / len(seqs), 1),
@@ -761,6 +766,24 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     (out / "manifest.json").write_text(json.dumps(man, indent=1))
     return man
 
+# %% ../nbs/40_distill.ipynb #2fc06fad
+def questions_seen(adapter, steps: int | None = None, student: str = "smollm2-135m") -> int:
+    """Distinct training questions in the first `steps` optimizer steps (default: all the run made) of the training run
+    whose `manifest.json` is in the folder `adapter`, rebuilt from its data files and hyperparameters (the batches of
+    `_batches` are deterministic in the seed). `DataError` naming the manifest when a data file is missing or its bytes
+    changed since the run (`data_sha256`)."""
+    from transformers import AutoTokenizer
+    mf = Path(adapter) / "manifest.json"
+    man = json.loads(mf.read_text())
+    if missing := [p for p in man["data"] if not Path(p).exists()]:
+        raise DataError(f"training file missing: {missing[0]}", file=mf, field="data")
+    if data_hash(man["data"]) != man["data_sha256"]:
+        raise DataError("the training files changed since this run", file=mf, field="data_sha256")
+    cfg = TrainConfig(**man["hyperparameters"])
+    _, seqs, _ = _training_sequences(man["data"], AutoTokenizer.from_pretrained(_base_path(student)), cfg)
+    tr, va = _split(seqs, cfg.val_frac)
+    return _seen(tr or va, man["steps"] if steps is None else steps, cfg)
+
 # %% ../nbs/40_distill.ipynb #2d8f9a15
 import importlib.util
 # shipped with the kit
@@ -775,6 +798,27 @@ def shipped_student(llm: str = "smollm2-135m") -> str | None:
     try: d = STUDENT_DIR.relative_to(Path.cwd().resolve())      # inside the checkout: the same run key in every clone
     except ValueError: d = STUDENT_DIR
     return f"smollm2-135m+lora:{d}"
+
+# %% ../nbs/40_distill.ipynb #2dfee153
+def learning_curve(points: list[tuple[str, str | None, str]], metrics=("f1", "recall@10")) -> list[dict]:
+    """One row per point `(label, adapter folder or None for the untrained base model, run folder)`: the training
+    questions the adapter had seen (`questions_seen` of its manifest, else rebuilt by `questions_seen`; 0 for the base
+    model), its epochs and steps, the number of questions the run answered and, per metric in `metrics`, the mean in
+    percent with its 95% bootstrap interval (`METRIC`, `METRIC_lo`, `METRIC_hi`). Compare points on the same questions
+    (the function does not check it). `DataError` naming a run folder without predictions."""
+    rows = []
+    for label, adapter, run in points:
+        preds = read_jsonl(Path(run) / "predictions.jsonl")
+        if not preds: raise DataError("no predictions", file=Path(run) / "predictions.jsonl")
+        man = json.loads((Path(adapter) / "manifest.json").read_text()) if adapter else {}
+        seen = man["questions_seen"] if "questions_seen" in man else questions_seen(adapter) if adapter else 0
+        row = dict(label=label, questions_seen=seen, epochs=man.get("epochs", 0), steps=man.get("steps", 0),
+                   questions=len(preds))
+        for m in metrics:
+            mean, lo, hi = bootstrap_ci([100 * r[m] for r in preds])
+            row.update({m: round(mean, 2), f"{m}_lo": round(lo, 2), f"{m}_hi": round(hi, 2)})
+        rows.append(row)
+    return rows
 
 # %% ../nbs/40_distill.ipynb #9b542177
 def _cited_text(node: dict) -> str:
