@@ -401,7 +401,8 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
 # %% ../nbs/99_cli.ipynb #7de364e2
 @distill_app.command("hops")
 @friendly
-def distill_hops(runs: list[Path] = typer.Argument(..., help="finished MEGRAG run folders (run.json, predictions.jsonl)"),
+def distill_hops(runs: list[Path] = typer.Argument(..., help="finished MEGRAG run folders (run.json, "
+                                                  "predictions.jsonl)"),
                  data_dir: Path = typer.Option(None)):
     """For each run, a Markdown table of where its trajectories go wrong hop by hop (`distill.hop_diagnosis`): step k
     against gold hop k, retrieved, cited, read, stopped."""
