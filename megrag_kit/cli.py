@@ -418,7 +418,9 @@ def distill_hops(runs: list[Path] = typer.Argument(..., help="finished MEGRAG ru
         ds = datasets[name]
         rows = read_jsonl(run / "predictions.jsonl")
         typer.echo(f"## {run} ({len(rows)} questions, {name})\n")
-        typer.echo(hop_table(hop_diagnosis(rows, {q.qid: q for q in ds.questions}, ds.corpus)) + "\n")
+        diag = hop_diagnosis(rows, {q.qid: q for q in ds.questions}, ds.corpus)
+        typer.echo((hop_table(diag) if diag else "no question of this run has gold hops (a MuSiQue decomposition or "
+                    "2Wiki evidence triples): nothing to compare its steps with") + "\n")
 
 # %% ../nbs/99_cli.ipynb #74cdbbf9
 scale_app = typer.Typer(help="Scale-out on Ray (pip install 'megrag_kit\\[ray]'): extraction over a corpus, a grid of "

@@ -337,3 +337,30 @@ def test_run_default_openie_backend_is_the_parser_when_spacy_is_installed(monkey
     assert cli._openie_backend("auto") == "parser"
     monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: None if m == "spacy" else real(m, *a))
     assert cli._openie_backend("auto") == "llm"
+
+
+def test_distill_hops_reads_a_run_against_its_gold_hops(tmp_path):
+    """`distill hops`: the run's dataset is read from run.json, step k is compared with gold hop k; a run folder
+    without run.json is refused naming it."""
+    para = lambda i, t, x, s: dict(idx=i, title=t, paragraph_text=x, is_supporting=s)
+    q = dict(id="q1", question="Who founded the publisher of Jaws?", answer="Nelson Doubleday", answer_aliases=[],
+             paragraphs=[para(0, "Jaws", "Jaws was published by Doubleday.", True),
+                         para(1, "Doubleday", "Doubleday was founded by Nelson Doubleday.", True),
+                         para(2, "Shark", "Sharks are fish.", False)],
+             question_decomposition=[dict(id=1, question="Jaws >> publisher", answer="Doubleday", paragraph_support_idx=0),
+                                     dict(id=2, question="Who founded #1?", answer="Nelson Doubleday",
+                                          paragraph_support_idx=1)])
+    (tmp_path / "q.json").write_text(json.dumps([q]))
+    run_dir = tmp_path / "run"; run_dir.mkdir()
+    (run_dir / "run.json").write_text(json.dumps(dict(method="megrag", dataset=str(tmp_path / "q.json"))))
+    # the student cites the sentence that holds hop 1's answer, answers with the question's own entity and stops
+    node = dict(retrieved=[0, 2], evidence={"sentences": [["s0.0", "Jaws was published by Doubleday."]]},
+                intermediate_answer="Jaws", stop=True)
+    (run_dir / "predictions.jsonl").write_text(json.dumps(dict(id="q1", trace=dict(nodes=[node]))) + "\n")
+    res = CliRunner().invoke(app, ["distill", "hops", str(run_dir)])
+    assert res.exit_code == 0, res.output
+    rows = [l for l in res.output.splitlines() if re.match(r"\| \d", l)]
+    assert rows == ["| 1 | 1 | 1 of 1 | 1 of 1 | 1 of 1 | 1 of 1 | 0 of 1 | 0 of 1 | 1 of 1 | 0 of 1 |",
+                    "| 2 | 1 | 0 of 1 | – | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 |"]
+    res = CliRunner().invoke(app, ["distill", "hops", str(tmp_path / "nothing")])
+    assert res.exit_code == 1 and "no run.json" in res.output and "nothing" in res.output
