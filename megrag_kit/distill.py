@@ -422,15 +422,19 @@ def distill_sets(params: dict | None = None) -> list[str]:
 
 # %% ../nbs/40_distill.ipynb #46706158
 def collection_counts(path) -> dict:
-    """Counts of a collected file: questions, kept, dropped, examples (trajectory / hop) and the drop reasons (their
-    first words)."""
+    """Counts of a collected file: questions, kept, dropped, examples (trajectory / hop), the evidence levels the
+    trajectory steps choose (`trajectory_levels`: `{level: steps}`, the label a student learns to predict) and the drop
+    reasons (their first words)."""
     rows = [r for r in read_jsonl(path) if "qid" in r]
     from collections import Counter
     ex = [e for r in rows for e in r["examples"]]
     reasons = Counter(re.sub(r"'.*'|\".*\"|\d+", "_", r["reason"]) for r in rows if not r["kept"])
     return dict(questions=len(rows), kept=sum(r["kept"] for r in rows), dropped=sum(not r["kept"] for r in rows),
                 examples=len(ex), trajectory_examples=sum(e["kind"] == "trajectory" for e in ex),
-                hop_examples=sum(e["kind"] == "hop" for e in ex), dropped_reasons=dict(reasons.most_common()))
+                hop_examples=sum(e["kind"] == "hop" for e in ex),
+                trajectory_levels=dict(Counter(json.loads(e["target"]).get("level", "")
+                                               for e in ex if e["kind"] == "trajectory").most_common()),
+                dropped_reasons=dict(reasons.most_common()))
 
 def read_examples(*paths) -> list[dict]:
     """Every example of collected files, in file order (a dropped question holds only the one-step examples of its
