@@ -28,7 +28,7 @@ __all__ = ['app', 'FRIENDLY_ERRORS', 'STORE_OPTIONS', 'distill_app', 'scale_app'
 app = typer.Typer(add_completion=False,
                   help="megrag_kit: multi-hop RAG methods (MEGRAG, EviReform, CARA) and baselines.",
                   no_args_is_help=True)
-_STATE = {"debug": False}
+_STATE = {"debug": False, "argv_debug": False}   # argv_debug: main() saw --debug after the command
 FRIENDLY_ERRORS = (DataError, ConfigError, RunMismatchError, ModelCallError, IndexMismatchError, ValueError, KeyError,
                    OSError)
 
@@ -38,7 +38,7 @@ def _options(debug: bool = typer.Option(False, "--debug", help="show the full tr
              threads: int = typer.Option(None, "--threads", min=1, help="CPU threads of torch, faiss and the "
                                          "tokenizers (default: $MEGRAG_KIT_THREADS, else $OMP_NUM_THREADS, else the "
                                          "cores other work leaves free, at least 1); recorded in run.json")):
-    _STATE["debug"] = _STATE["debug"] or debug
+    _STATE["debug"] = debug or _STATE["argv_debug"]        # set anew by every invocation
     try: set_threads(threads)
     except ValueError as e: raise typer.BadParameter(str(e), param_hint="--threads / $MEGRAG_KIT_THREADS")
 
@@ -264,8 +264,8 @@ def datasets():
 # %% ../nbs/99_cli.ipynb #d5dd5620
 def main():
     "The `megrag-kit` entry point; `--debug` is accepted anywhere on the command line."
-    if "--debug" in sys.argv[1:]:
-        _STATE["debug"] = True
+    _STATE["argv_debug"] = "--debug" in sys.argv[1:]
+    if _STATE["argv_debug"]:
         sys.argv = [sys.argv[0]] + [a for a in sys.argv[1:] if a != "--debug"]
     app()
 
