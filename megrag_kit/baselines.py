@@ -36,6 +36,7 @@ class NativeRAG(Method):
     §Experiments, baseline "NativeRAG"). `retrieved`: the `k` passage ids, best first; the trace keeps the cosines."""
     name = "native_rag"
     Config = NativeRAGConfig
+    index_views = ("passage",)
 
     def answer(self, questions):
         store = self.res.store

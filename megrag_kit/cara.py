@@ -684,6 +684,7 @@ class CARA(Method):
     ids: passage ids for a corpus, SKB node ids for STaRK), the agents' traces and the Table 4 cost fields."""
     name = "cara"
     Config = CARAConfig
+    fast_settings, extracted_views = "--set agents=1 --set t_max=5 --set decoding=schema", ("triple",)
     metrics = {"Hit@1": "hit@1", "Recall@20": "recall@20", "MRR": "mrr"}
     report_tables = {"Cost per query (means; summed over the agents; the paper's Table 4):": COST_COLUMNS,
                      "Policy health (steps: % of agent steps; replies: % of agent calls; causal: % of causal calls "
@@ -728,6 +729,13 @@ class CARA(Method):
 
     @classmethod
     def summarize(cls, rows): return cara_summary(rows)
+
+# %% ../nbs/30_cara.ipynb #d1e2c3d1
+@patch
+def estimate_calls(self: CARA) -> tuple[float, str]:
+    "Each agent's `t_max` steps of 1 action and 1 causal call at most, then the reader (`Method.estimate_calls`)."
+    a, t = self.config.agents, self.config.t_max
+    return a * t * 2 + 1, f"<= {a} agents x {t} steps x (1 action + 1 causal) + the reader"
 
 # %% ../nbs/30_cara.ipynb #23a56225
 @patch

@@ -92,8 +92,9 @@ def _one_of(flag: str, value: str, options: tuple) -> None:
 STORE_OPTIONS = StoreOptions.CHOICES      # the valid values of the store flags, from the one place that checks them
 
 def store_views(method) -> set:
-    "The unit views `method` may read: `{'triple'}` for the methods that use OpenIE triples (MEGRAG, CARA), else `{}`."
-    return {"triple"} if method.name in ("megrag", "cara") else set()
+    """The unit views `method` may read, as its class declares them: those built before its first question
+    (`index_views`) and those a model fills while it answers (`extracted_views`: `triple` for OpenIE)."""
+    return set(method.index_views) | set(method.extracted_views)
 
 def _openie_backend(value: str) -> str:
     """`run`'s `--openie-backend`: `auto` (its default) is `parser` when spaCy and its pipeline package
@@ -115,7 +116,7 @@ def _store(**given) -> StoreOptions:
 # %% ../nbs/99_cli.ipynb #f0b25107
 @app.command()
 @friendly
-def run(method: str = typer.Argument(..., help="a registered method (megrag-kit methods lists them)"),
+def run(method: str = typer.Argument(..., help="a registered method (megrag-kit methods) or py:module:Name (yours)"),
         set_: list[str] = typer.Option(None, "--set", help="a method parameter, name=value (repeatable)"),
         dataset: str = typer.Option("demo", help=f"{' | '.join(DATASETS)} | questions.json[:corpus.json]"),
         limit: int = typer.Option(None, min=1, help="first N questions (N >= 1; default: all)"),
@@ -156,7 +157,7 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     backend = _openie_backend(openie_backend)
     store = _store(openie=openie, chunking=chunking, openie_backend=backend, index_type=index_type)
     try: cls = get_method(method); config = cls.Config.from_dict(parse_sets(set_), owner=method)
-    except (KeyError, ConfigError) as e: raise typer.BadParameter(str(e).strip('"'))
+    except (KeyError, ValueError) as e: raise typer.BadParameter(str(e).strip('"'))    # ConfigError included
     models = _models(llm_option, llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache)
     if out is not None: check_run_folder(out)
     set_seed(seed)

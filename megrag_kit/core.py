@@ -4,7 +4,7 @@
 
 # %% ../nbs/00_core.ipynb #21fa18cd
 from __future__ import annotations
-import hashlib, json, os, random, re, sys, time
+import hashlib, importlib, json, os, random, re, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,7 +12,7 @@ from pathlib import Path
 __all__ = ['DEVICES', 'THREADS_ENV', 'STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError', 'DataWarning',
            'cache_dir', 'OptionError', 'check_choice', 'check_device', 'resolve_device', 'set_seed', 'busy_cores',
            'default_threads', 'set_threads', 'thread_settings', 'Heartbeat', 'stable_hash', 'content_words', 'unit_id',
-           'parse_unit_id', 'unit_pid']
+           'parse_unit_id', 'unit_pid', 'py_parts', 'py_attr']
 
 # %% ../nbs/00_core.ipynb #5a3b7bed
 def _not_shadowed(pkg=__package__):
@@ -289,3 +289,28 @@ def parse_unit_id(uid: str) -> tuple[str, int, int | None]:
 def unit_pid(uid: str) -> int:
     "The passage id a unit belongs to: `unit_pid('t12.0') == 12`."
     return parse_unit_id(uid)[1]
+
+# %% ../nbs/00_core.ipynb #7d6461b0
+def py_parts(spec: str) -> tuple[str, str]:
+    """`'py:module:Name'` -> `('module', 'Name')` (`module` may be dotted, `Name` an attribute path `A.B`);
+    `ValueError` when `spec` is not of that form."""
+    mod, _, attr = spec[3:].partition(":") if isinstance(spec, str) and spec.startswith("py:") else ("", "", "")
+    if not mod or not attr: raise ValueError(f"expected py:module:Name, got {spec!r}")
+    return mod, attr
+
+def py_attr(spec: str, what: str = "object"):
+    """The object that `py:module:Name` names: `Name` (an attribute path) of the imported `module`. A module is looked
+    for on `sys.path` and then in the working directory (as `python -m` finds it; a console script such as
+    `megrag-kit` does not put the working directory on `sys.path`). `ValueError` naming `what`, the spec and the
+    cause when it is malformed, the module cannot be imported or lacks `Name`."""
+    mod, attr = py_parts(spec)
+    try:
+        try: obj = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name != mod.split(".")[0] or os.getcwd() in sys.path: raise
+            sys.path.append(os.getcwd()); obj = importlib.import_module(mod)
+        for a in attr.split("."): obj = getattr(obj, a)
+        return obj
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"{what} {spec!r}: cannot find {attr!r} in module {mod!r} ({e})") from e
+

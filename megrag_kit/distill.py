@@ -15,7 +15,8 @@ from .megrag import (MEGRAG, MEGRAGConfig, Candidates, EvidenceGraph, Node, coll
                                 LEVELS)
 from .method import Resources
 from . import gold
-from .models import HFChatModel, adapter_hash, load_llm, load_student, model_identity, smollm2_path
+from .models import (HFChatModel, adapter_hash, load_llm, load_student, model_identity, parse_model_spec,
+                               smollm2_path)
 
 # %% auto #0
 __all__ = ['TRAINING_SETS', 'EVAL_SUBSETS', 'DISTILL_DEFAULTS', 'DEFAULT_DATA', 'V2_DATA', 'EXAMPLE_KINDS', 'STUDENT_DIR',
@@ -505,11 +506,17 @@ def data_hash(paths) -> str:
     for p in paths: h.update(Path(p).read_bytes())
     return h.hexdigest()
 
+def _named_base(student: str) -> bool:
+    "Whether the LLM spec `student` is the shipped SmolLM2 (`parse_model_spec`; a malformed spec is not)."
+    try: return parse_model_spec(student, "llm").form == "named"
+    except ValueError: return False
+
 def _base_path(student: str) -> Path:
-    if student in ("smollm2-135m", "smollm2"): return smollm2_path()
-    p = Path(student[3:] if student.startswith("hf:") else student)
-    if not p.is_dir(): raise ValueError(f"unknown student {student!r}: use smollm2-135m or hf:/path")
-    return p
+    if _named_base(student): return smollm2_path()
+    p = parse_model_spec(student, "llm") if isinstance(student, str) and student else None
+    if p is None or p.form not in ("hf", "path") or not Path(p.path).is_dir():
+        raise ValueError(f"unknown student {student!r}: use smollm2-135m or hf:/path")
+    return Path(p.path)
 
 # %% ../nbs/40_distill.ipynb #e60a3ba9
 def _batch_loss(model, tok, seqs, bf16=False):
@@ -606,7 +613,7 @@ def _run_key(student: str, base: Path, tok, paths: list, cfg: TrainConfig) -> di
     """The key a checkpoint must match: the base model's identity, the data's sha256 and the hyperparameters. It
     leaves out `steps` and `save_every`: the first k steps of any run are the same (`_batches`), so a run can be
     continued to more steps, or finished early with `steps` = its checkpoint's step."""
-    name = f"hf:{base.name}" if student not in ("smollm2-135m", "smollm2") else "smollm2-135m-instruct-q4_1"
+    name = "smollm2-135m-instruct-q4_1" if _named_base(student) else f"hf:{base.name}"
     identity = model_identity(name, base, chat_template=tok.chat_template, dtype="torch.float32")
     return dict(base=identity, data_sha256=data_hash(paths),
                 hyperparameters={k: v for k, v in asdict(cfg).items() if k not in ("steps", "save_every")})
@@ -798,7 +805,7 @@ def shipped_student(llm: str = "smollm2-135m") -> str | None:
     `megrag-kit distill train` on the gold-teacher examples, its `manifest.json` beside it) when `llm` is the base it
     was trained from (`smollm2-135m`; the folder relative to the working directory when inside it), else `None`;
     `None` too when the package has no adapter files."""
-    if llm not in ("smollm2-135m", "smollm2") or not (STUDENT_DIR / "adapter_model.safetensors").exists(): return None
+    if not _named_base(llm) or not (STUDENT_DIR / "adapter_model.safetensors").exists(): return None
     try: d = STUDENT_DIR.relative_to(Path.cwd().resolve())      # inside the checkout: the same run key in every clone
     except ValueError: d = STUDENT_DIR
     return f"smollm2-135m+lora:{d}"

@@ -19,7 +19,8 @@ from .retrievers import _check_k, slug
 from .index import (EvidenceStore, ExtractedView, ParsedView, RestrictedStore, default_parser, register_view,
                               restrict)
 from .gold import fill_hop, gold_hops, has_gold
-from .method import Answer, ConfigError, Method, ReaderOptions, Resources, apply_variant, param, register
+from .method import (Answer, ConfigError, Method, ReaderOptions, Resources, apply_variant, param,
+                               register, view_node)
 
 # %% auto #0
 __all__ = ['PROPOSITION_SCHEMA', 'PROPOSITION_EXAMPLES', 'PROPOSITION_STOP', 'PROPOSITION_MAX_NEW_TOKENS',
@@ -771,6 +772,8 @@ class EviReform(Method):
     extraction calls are booked to the `indexing` phase) and the per-question fields `evireform_summary` reads."""
     name = "evireform"
     Config = EviReformConfig
+    fast_settings = "--set pool_x=4 --set pool_r=2 --set k_s=10 --set rounds=1"    # benchmarks/results/first_runs.md
+    index_views, extracted_views = ("passage",), ("proposition",)
     metrics = {"Recall@5": "recall@5", "Recall@10": "recall@10", "Chain@5": "chain@5"}
     report_tables = {"Policy health (each a rule or an unusable reply standing in for an LLM decision; % of questions, "
                      "copied queries a count) and coverage:": {**HEALTH_COLUMNS, **COVERAGE_COLUMNS}}
@@ -802,6 +805,33 @@ class EviReform(Method):
 
     @classmethod
     def summarize(cls, rows): return evireform_summary(rows)
+
+# %% ../nbs/20_evireform.ipynb #c1e2c3d1
+@patch
+def estimate_calls(self: EviReform) -> tuple[float, str]:
+    "The selector, the writer per round (at most `L` residual queries each), the reader (`Method.estimate_calls`)."
+    return 2 + self.config.rounds * (1 + self.config.L), "the selector, the writer per round, the reader"
+
+@patch
+def indexing_note(self: EviReform) -> str:
+    "The propositions of the passages searched, extracted once each (the `proposition` view)."
+    return "the propositions of the passages searched (once each)"
+
+@patch(cls_method=True)
+def view_nodes(cls: EviReform, row: dict, k: int = 5) -> list[dict]:
+    """The explorer's nodes of an EviReform prediction row (`Method.view_nodes`): the seed selection, then one node
+    per residual round (its queries and seeds); a passage-ranking control (`retrieval` other than `evireform`): the
+    base view (its retrieved passages)."""
+    t = row.get("trace") or {}
+    if t.get("retrieval") != "evireform": return super(EviReform, cls).view_nodes(row, k)
+    out = [view_node(1, row["question"], "seed propositions", t.get("selected") or [])]
+    for r in t.get("rounds", []):
+        queries = " | ".join(r.get("queries", []))
+        out[-1].update(next_query=queries, relation="residual query")
+        out.append(view_node(len(out) + 1, queries, "residual seeds", [u for s in r.get("seeds", []) for u in s]))
+    out[-1].update(stop=True, final=row.get("prediction", ""))
+    return out
+
 
 # %% ../nbs/20_evireform.ipynb #557ce9ca
 @patch

@@ -9,9 +9,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from .index import StoreOptions
 from .method import ConfigError, get_method
-from .models import ModelOptions
+from .models import ModelOptions, build_model, parse_model_spec
 from .report import report
-from .reproduce import build_model
 from .scale import _as_dataset, cell_job, cell_state, run_jobs
 
 # %% auto #0
@@ -219,7 +218,7 @@ def experiment_jobs(spec: ExperimentSpec) -> tuple[list[dict], list[dict]]:
     qids = lambda lim: [q.qid for q in (ds.questions[:lim] if lim else ds.questions)]
     objects = {}
     def built(s, kind):
-        if s is None or not s.startswith("py:"): return None
+        if s is None or parse_model_spec(s, kind).form != "py": return None
         if s not in objects: objects[s] = build_model(s, kind)
         return objects[s]
     cells, jobs = [], []
@@ -354,7 +353,7 @@ def _own_params(mfs: list) -> tuple[list, dict]:
     own = []
     for d, m in mfs:
         # every parameter's default (a `to_dict` may leave one out at its default: MEGRAG's candidate caps)
-        defaults = {f.name: f.default for f in fields(get_method(m["method"]).Config)}
+        defaults = {f.name: f.default for f in fields(get_method(m.get("method_spec") or m["method"]).Config)}
         own.append(({k: v for k, v in m.get("params", {}).items() if k in defaults and defaults[k] != v},
                     {k: v for k, v in m.get("params", {}).items() if k not in defaults}))
     if len(own) < 2: return own, {}

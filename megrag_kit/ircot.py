@@ -126,8 +126,13 @@ class IRCoT(Method):
     `cost`: every reason and reader call of the question."""
     name = "ircot"
     Config = IRCoTConfig
+    fast_settings, index_views = "--set max_steps=1", ("passage",)
     report_columns = {"steps": "steps", "stopped on answer %": "stopped_answer",
                       "stopped on a repeat %": "stopped_repeat", "empty step %": "stopped_empty"}
+
+    def estimate_calls(self) -> tuple[float, str]:
+        "At most `max_steps` reason steps, then the reader (`Method.estimate_calls`)."
+        return self.config.max_steps + 1, f"<= {self.config.max_steps} reason steps + the reader"
 
     @classmethod
     def summarize(cls, rows):

@@ -53,7 +53,12 @@ class IterRetGen(Method):
     `stopped` (`iterations` or `same_answer`). `fields`: `rounds` (rounds run). `cost`: every reader call."""
     name = "iter_retgen"
     Config = IterRetGenConfig
+    fast_settings, index_views = "--set iterations=1", ("passage",)
     report_columns = {"rounds": "rounds"}
+
+    def estimate_calls(self) -> tuple[float, str]:
+        "One reader call per round, `iterations` rounds at most (`Method.estimate_calls`)."
+        return self.config.iterations, f"{self.config.iterations} retrieval-generation rounds"
 
     @classmethod
     def summarize(cls, rows):

@@ -17,7 +17,8 @@ from .index import EvidenceStore
 from .reader import extract_answer, answer_options
 from .metrics import normalize_answer
 from .gold import GoldHop, gold_hops, fill_hop
-from .method import Answer, ConfigError, Method, ReaderOptions, apply_variant, param, register
+from .method import (Answer, ConfigError, Method, ReaderOptions, apply_variant, param, register,
+                               view_node)
 
 # %% auto #0
 __all__ = ['COMPOSITIONS', 'VARIANTS', 'TEXT_PATTERN', 'NODE_SCHEMA', 'NODE_SCHEMA_NO_RELATION', 'SUFFICIENCY_SCHEMA',
@@ -562,6 +563,8 @@ class MEGRAG(Method):
     and the per-question fields `megrag_summary` reads."""
     name = "megrag"
     Config = MEGRAGConfig
+    fast_settings = "--openie-backend parser --set budget=2 --set n_p=3"    # benchmarks/results/first_runs.md
+    index_views, extracted_views = ("passage", "sentence"), ("triple",)
     report_columns = {"mean steps": "mean_steps", "budget exhausted % (resolver)": "budget_exhausted",
                       "composition %": "composition", "parsed w/o repair %": "parsed_without_repair",
                       "rule-made nodes %": "rule_nodes", "rules (nodes)": "rules",
@@ -592,6 +595,38 @@ class MEGRAG(Method):
 
     @classmethod
     def summarize(cls, rows): return megrag_summary(rows)
+
+# %% ../nbs/10_megrag.ipynb #b1e2c3d1
+@patch
+def estimate_calls(self: MEGRAG) -> tuple[float, str]:
+    "At most `budget` steps of 3 sufficiency checks and 1 policy call each, then the reader (`Method.estimate_calls`)."
+    b = self.config.budget
+    return b * 4 + 1, f"<= budget {b} steps x (3 sufficiency checks + 1 policy) + the reader"
+
+@patch
+def indexing_note(self: MEGRAG) -> str:
+    "OpenIE of each step's `N_P` passages when the LLM fills the triple view (once per passage, shared by questions)."
+    if getattr(self.res, "openie_backend", "llm") != "llm": return ""
+    return f"OpenIE of up to {self.config.n_p} passages per step (once each, shared by the questions)"
+
+def _view_units(ev) -> list[tuple[str, str]]:
+    "A node's `evidence` (`{kind: [[uid, text], ...]}` or `[[uid, text], ...]`) as `[(unit id, text)]`, triples first."
+    if isinstance(ev, dict):
+        ev = [u for kind in ("triples", "sentences", "passages", "propositions") for u in ev.get(kind, [])]
+    return [(str(u[0]), str(u[1])) for u in ev or []]
+
+@patch(cls_method=True)
+def view_nodes(cls: MEGRAG, row: dict, k: int = 5) -> list[dict]:
+    """The explorer's nodes of a MEGRAG prediction row (`Method.view_nodes`): one per node `v_i` of its evidence
+    graph (the trace's `nodes`), with its query `q_i`, composition, selected evidence, intermediate answer `b_i`,
+    missing information `m_i`, relation `r_i` and next query, its stop and its answer; a row without a graph: the
+    base view (its retrieved passages)."""
+    nodes = (row.get("trace") or {}).get("nodes")
+    if not nodes: return super(MEGRAG, cls).view_nodes(row, k)
+    return [view_node(n["step"], n.get("query", ""), n.get("composition", ""), _view_units(n.get("evidence")),
+                      n.get("intermediate_answer", ""), n.get("missing", ""), n.get("relation", ""),
+                      n.get("next_query", ""), n.get("stop"), n.get("answer", "")) for n in nodes]
+
 
 # %% ../nbs/10_megrag.ipynb #7e0c3a1e
 @patch

@@ -10,15 +10,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 from fastcore.basics import patch
-from .core import Dataset, Question
+from .core import Dataset, Question, py_attr
 from .models import (ChatModel, Cost, Embedder, ModelOptions, check_llm_options, cost_phase, load_llm,
-                               load_embedder)
+                               load_embedder, parse_model_spec)
 from .index import EvidenceStore, StoreOptions
 from .reader import Reader
 
 # %% auto #0
 __all__ = ['METHODS', 'ConfigError', 'param', 'Config', 'apply_variant', 'ReaderOptions', 'Resources', 'Answer', 'Method',
-           'register', 'discover', 'get_method', 'build_method']
+           'view_node', 'register', 'discover', 'get_method', 'build_method']
 
 # %% ../nbs/07_method.ipynb #a2766ab0
 class ConfigError(ValueError):
@@ -193,7 +193,7 @@ class Resources:
     @cached_property
     def llm(self) -> ChatModel:
         if self.llm_spec is None: raise ValueError("this run has no LLM (llm=None) but a method asked for one")
-        width = ({"concurrency": self.batch_size} if self.llm_spec.startswith("openai:")
+        width = ({"concurrency": self.batch_size} if parse_model_spec(self.llm_spec).backend == "openai"
                  else {"batch_size": self.batch_size})
         with cost_phase("setup"):
             return load_llm(self.llm_spec, self.device, cache=self.cache, **width, **self.llm_options)
@@ -254,7 +254,13 @@ class Method:
     `report_columns`, `{column title: summary key}` beside them in the table of runs; `report_tables`,
     `{caption: {column title: summary key}}`, one more table per caption (its cost, its policy health);
     `report_digits`, the decimals of its scores and paired differences; `contrast(...)` (classmethod), why a
-    paired contrast of two of its runs cannot differ; `paper`, the values its paper states (a dict)."""
+    paired contrast of two of its runs cannot differ; `paper`, the values its paper states (a dict).
+
+    What a run shows of it, declared here too: `estimate_calls()`, its LLM calls per question, and `indexing_note()`,
+    the indexing calls on top (the run banner); `fast_settings`, the `megrag-kit run` arguments of a short first run
+    on a CPU (the banner suggests them); `index_views`, the store views built before its first question
+    (`megrag_kit.runner.index_stage`); `extracted_views`, the views a model fills while it answers (`triple`: OpenIE,
+    `proposition`); `view_nodes(row)`, the explorer's nodes of one of its prediction rows (`megrag_kit.viz`)."""
     name: ClassVar[str] = ""
     Config: ClassVar[type] = Config
     metrics: ClassVar[dict] = {"F1": "f1", "EM": "em"}
@@ -262,6 +268,9 @@ class Method:
     report_tables: ClassVar[dict] = {}
     report_digits: ClassVar[int] = 2
     paper: ClassVar[dict] = {}
+    fast_settings: ClassVar[str] = ""
+    index_views: ClassVar[tuple] = ()
+    extracted_views: ClassVar[tuple] = ()
 
     def __init__(self, config: Config, resources: Resources):
         self.config, self.res = config, resources
@@ -284,6 +293,37 @@ class Method:
         disk, their folders) cannot differ, or `''` when it can; the base knows no reason. A reason that starts with
         `identical by construction` replaces the contrast's numbers in a report."""
         return ""
+
+# %% ../nbs/07_method.ipynb #a6c0e1d1
+def view_node(step: int, query: str, composition: str = "", evidence=(), answer: str = "", missing: str = "",
+              relation: str = "", next_query: str = "", stop: bool = False, final: str = "") -> dict:
+    """One node of the explorer's view of a question (`Method.view_nodes`; `megrag_kit.viz` draws it), a dict: its
+    1-based `step`, its `query`, the `composition` of its evidence, `evidence` as `[(unit id, text)]` (a passage
+    unit's text may be `''`: the explorer shows the passage's title), the intermediate `answer`, the `missing`
+    information, the `relation` to the next query and the `next_query`, and on the last node `stop` (the method
+    stopped; `False`: its budget ran out) and the `final` answer."""
+    return dict(step=step, query=query, composition=composition, evidence=[(str(u), str(t)) for u, t in evidence],
+                answer=answer, missing=missing, relation=relation, next_query=next_query, stop=bool(stop), final=final)
+
+@patch
+def estimate_calls(self: Method) -> tuple[float, str]:
+    """`(LLM calls per question, what they are)`: an upper estimate of the method's answering calls under its config,
+    before anything runs, printed by the run banner. The base counts one call, the reader's."""
+    return 1.0, "the reader"
+
+@patch
+def indexing_note(self: Method) -> str:
+    """The indexing calls that come on top of `estimate_calls` with this run's resources (OpenIE, propositions of the
+    passages searched), as the run banner's `plus ...` clause; `''` (the base) when there are none."""
+    return ""
+
+@patch(cls_method=True)
+def view_nodes(cls: Method, row: dict, k: int = 5) -> list[dict]:
+    """The explorer's nodes (`view_node` dicts, in order) of one prediction `row` of this method. The base shows one
+    node: the question with its top `k` retrieved passages, stopped at the prediction."""
+    return [view_node(1, row["question"], "passages", [(f"p{p}", "") for p in row.get("retrieved", [])[:k]],
+                      stop=True, final=row.get("prediction", ""))]
+
 
 # %% ../nbs/07_method.ipynb #f880185e
 def register(cls):
@@ -319,13 +359,25 @@ def discover(plugins: list[str] | tuple = ()) -> dict[str, type]:
 
 # %% ../nbs/07_method.ipynb #1280df20
 def get_method(name: str) -> type:
-    "The registered class of `name`; `KeyError` listing the registered names (after `discover()`)."
+    """The registered class of `name`; `KeyError` listing the registered names (after `discover()`).
+
+    `py:module:Name` names a `Method` subclass of your own: `Name` of `module` (imported by `py_attr`: on `sys.path`
+    or in the working directory), registered under its `name` when it is not yet. `ValueError` when it cannot be
+    imported, is not a registrable `Method` or another class holds its name."""
+    if name.startswith("py:"):
+        cls = py_attr(name, "method")
+        if not (isinstance(cls, type) and issubclass(cls, Method)):
+            raise ValueError(f"method {name!r}: {cls!r} is not a subclass of megrag_kit.method.Method")
+        if METHODS.get(cls.name) is not cls:
+            try: register(cls)
+            except TypeError as e: raise ValueError(f"method {name!r}: {e}") from None
+        return cls
     if name not in METHODS: discover()
     if name not in METHODS: raise KeyError(f"unknown method {name!r}; registered: {', '.join(sorted(METHODS))}")
     return METHODS[name]
 
 def build_method(name: str, params: dict | None, resources: Resources) -> Method:
-    """The method `name` with `params` (validated by its `Config.from_dict`: `ConfigError` on a bad one) over
-    `resources`."""
+    """The method `name` (a registered name or `py:module:Name`, `get_method`) with `params` (validated by its
+    `Config.from_dict`: `ConfigError` on a bad one) over `resources`."""
     cls = get_method(name)
     return cls(cls.Config.from_dict(params, owner=name), resources)

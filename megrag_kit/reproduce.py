@@ -4,7 +4,7 @@
 
 # %% ../nbs/95_reproduce.ipynb #82de7f5b
 from __future__ import annotations
-import copy, importlib, json, os, platform, re, sys, time
+import copy, json, os, platform, re, sys, time
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,13 +12,13 @@ from .core import DataError, check_device, stable_hash, set_seed, resolve_device
 from .data import load_dataset
 from .index import StoreOptions, restrict
 from .method import ConfigError, Resources, build_method, get_method
-from .models import check_llm_options, check_model_spec
+from .models import NAMED_MODELS, build_model, check_llm_options, check_model_spec, parse_model_spec
 from .runner import _todo, read_predictions, run as run_questions, versions
 from fastcore.basics import patch
 
 # %% auto #0
 __all__ = ['COMMON_PARAMS', 'KEYED_LLM_OPTIONS', 'SHIPPED_SPECS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset',
-           'check_models', 'check_params', 'build_model', 'hardware', 'default_out', 'markdown_table', 'Experiment',
+           'check_models', 'check_params', 'hardware', 'default_out', 'markdown_table', 'Experiment',
            'keyed_llm_options', 'structure', 'ExperimentError', 'notebooks_dir', 'notebook_params', 'profile_datasets',
            'check_datasets', 'publish_figures', 'reproduce']
 
@@ -45,11 +45,11 @@ def check_models(common: dict) -> dict:
     for kind in ("llm", "embedder"):
         spec = common[kind]
         if not isinstance(spec, str): raise ValueError(f"{kind} must be a model spec string, got {spec!r}")
-        if not spec.startswith("py:"): check_model_spec(spec, kind)
+        check_model_spec(spec, kind)
     if "api_key" in opts:
         raise ValueError("llm_options: api_key would be written into the executed notebooks and the records; set "
                          "$OPENAI_API_KEY instead")
-    if common["llm"].startswith("py:"):
+    if parse_model_spec(common["llm"]).form == "py":
         if opts: raise ValueError(f"llm_options {sorted(opts)} apply to a model spec, not to the stand-in "
                                   f"{common['llm']!r}")
         return {}
@@ -91,16 +91,6 @@ def check_params(common: dict, methods: dict | None = None, method_lists: dict |
         if not isinstance(opts, dict): raise ConfigError(f"{name}: options must be a dict of name: value, got {opts!r}")
         cls = get_method(name); out[name] = cls.Config.from_dict(opts, owner=name)
     return out
-
-# %% ../nbs/95_reproduce.ipynb #8afd690f
-def build_model(spec, kind: str):
-    """A spec `py:module:Name` -> `Name()` from `module` (`ValueError` when it cannot be imported); any other value
-    unchanged."""
-    if not (isinstance(spec, str) and spec.startswith("py:")): return spec
-    mod, _, attr = spec[3:].partition(":")
-    try: return getattr(importlib.import_module(mod), attr)()
-    except (ImportError, AttributeError) as e:
-        raise ValueError(f"{kind} spec {spec!r}: cannot build {attr!r} from module {mod!r} ({e})") from e
 
 # %% ../nbs/95_reproduce.ipynb #0f3497db
 def hardware() -> dict:
@@ -227,7 +217,7 @@ def timed_resources(self: Experiment, dataset: str, batch_size: int, llm: str | 
         base.store                                     # built first, so that the copy shares it (and its OpenIE)
         res = copy.copy(base)
         res.batch_size, res.cache = batch_size, False
-        if isinstance(spec, str) and spec.startswith("py:"):                   # an object of the user's: a new one
+        if isinstance(spec, str) and parse_model_spec(spec).form == "py":     # an object of the user's: a new one
             model = build_model(spec, "llm"); model.cache = None
             if hasattr(model, "batch_size"): model.batch_size = batch_size
             res.__dict__["llm"] = model
@@ -274,7 +264,7 @@ def _folder(self: Experiment, method: str, m, res: Resources, ds: str, passages,
     return self.out / "runs" / f"{ds}-{m.run_name()}-{key}"
 
 # %% ../nbs/95_reproduce.ipynb #15a857fe
-SHIPPED_SPECS = {"llm": ("smollm2-135m", "smollm2"), "embedder": ("minilm", "all-minilm-l6-v2")}
+SHIPPED_SPECS = {kind: tuple(names) for kind, names in NAMED_MODELS.items()}   # the named models: the shipped ones
 
 @patch
 def other_models(self: Experiment, manifest: dict, dataset: str | None = None) -> list[str]:
@@ -517,7 +507,7 @@ def _check_profile_models(profile: str, params: dict | None) -> dict | None:
     given = {**PROFILES[profile], **(params or {})}
     opts = check_models(given)
     st = given.get("student")
-    if isinstance(st, str) and st not in ("", "shipped") and not st.startswith("py:"): check_model_spec(st, "llm")
+    if isinstance(st, str) and st not in ("", "shipped"): check_model_spec(st, "llm")
     return {**params, "llm_options": opts} if params and "llm_options" in params else params
 
 # %% ../nbs/95_reproduce.ipynb #04fa0850

@@ -20,10 +20,9 @@ from .reader import answer_rewrites
 from .index import index_line
 
 # %% auto #0
-__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'LOCK_FILE', 'FAST_SETTINGS', 'INDEX_VIEWS', 'SUMMARY_LEGEND', 'score', 'summarize',
-           'read_predictions', 'versions', 'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'RunLockedError',
-           'lock_run_folder', 'index_stage', 'estimate_calls', 'latency_basis', 'run', 'format_summary',
-           'check_same_texts', 'compare_runs']
+__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'LOCK_FILE', 'SUMMARY_LEGEND', 'score', 'summarize', 'read_predictions', 'versions',
+           'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'RunLockedError', 'lock_run_folder', 'index_stage',
+           'estimate_calls', 'run_banner', 'latency_basis', 'run', 'format_summary', 'check_same_texts', 'compare_runs']
 
 # %% ../nbs/90_runner.ipynb #d6a8652b
 RETRIEVAL_KS = (1, 2, 5, 10, 20)
@@ -214,27 +213,15 @@ def lock_run_folder(out):
             os.close(fd)
 
 # %% ../nbs/90_runner.ipynb #520c5dc7
-FAST_SETTINGS = {   # what makes a first run of each method short on a CPU (measured: benchmarks/results/first_runs.md)
-    "megrag": "--openie-backend parser --set budget=2 --set n_p=3",
-    "evireform": "--set pool_x=4 --set pool_r=2 --set k_s=10 --set rounds=1",
-    "cara": "--set agents=1 --set t_max=5 --set decoding=schema",
-    "ircot": "--set max_steps=1", "iter_retgen": "--set iterations=1",
-}
-
-INDEX_VIEWS = {   # the store indexes each kit method searches, built before its first question (`index_stage`)
-    "native_rag": ("passage",), "megrag": ("passage", "sentence"), "evireform": ("passage",),
-    "ircot": ("passage",), "iter_retgen": ("passage",),
-}
-
 def index_stage(method: Method, show_progress: bool = True) -> dict | None:
     """Build the store indexes `method` searches before any question is answered, as a stage of its own with its
     own progress bar (`EvidenceStore.prepare`: passages embedded / total), and return its report (`status` built or
     cache, `seconds`, `passages`, `views`, `built`, `cached`), or `None` when the method declares no index.
 
-    The views are `method.index_views` when the method class sets it, else `INDEX_VIEWS[method.name]`, plus
-    `triple` when the store extracts triples eagerly (`openie="eager"`); lazily extracted units (OpenIE,
-    propositions of the passages a question retrieves) are made while answering and counted apart."""
-    views = tuple(getattr(method, "index_views", None) or INDEX_VIEWS.get(method.name, ()))
+    The views are those the method class declares in `index_views`, plus `triple` when the store extracts triples
+    eagerly (`openie="eager"`); lazily extracted units (OpenIE, propositions of the passages a question retrieves)
+    are made while answering and counted apart."""
+    views = tuple(method.index_views)
     store = getattr(method.res, "store", None) if views else None
     if store is None: return None
     if "sentence" in views and getattr(store, "openie", "lazy") == "eager" and "triple" in store._kinds().values():
@@ -242,38 +229,32 @@ def index_stage(method: Method, show_progress: bool = True) -> dict | None:
     return store.prepare(views, show_progress)
 
 def estimate_calls(method: Method) -> tuple[float, str]:
-    """`(LLM calls per question, what they are)`: an upper estimate of a method's answering calls under its config,
-    before anything runs (a method class may define `estimate_calls(self)` returning the same pair; this is the
-    fallback for the kit's methods, 1 call (the reader) for any other). Indexing calls (OpenIE, propositions over the
-    passages retrieved) come on top when the triple or proposition view is extracted by the LLM."""
-    own = getattr(method, "estimate_calls", None)
-    if callable(own): return own()
-    c, g = method.config, lambda k, d: getattr(method.config, k, d)
-    n = method.name
-    if n == "megrag":
-        b = g("budget", 4)
-        return b * 4 + 1, f"<= budget {b} steps x (3 sufficiency checks + 1 policy) + the reader"
-    if n == "cara":
-        a, t = g("agents", 3), g("t_max", 150)
-        return a * t * 2 + 1, f"<= {a} agents x {t} steps x (1 action + 1 causal) + the reader"
-    if n == "evireform": return 2 + g("rounds", 1) * (1 + g("L", 2)), "the selector, the writer per round, the reader"
-    if n == "ircot": return g("max_steps", 2) + 1, f"<= {g('max_steps', 2)} reason steps + the reader"
-    if n == "iter_retgen": return g("iterations", 3), f"{g('iterations', 3)} retrieval-generation rounds"
-    return 1.0, "the reader"
+    """`(LLM calls per question, what they are)`: the upper estimate of its answering calls that `method` declares
+    (`Method.estimate_calls`, under its config, before anything runs), checked: `TypeError` naming the method when
+    it is not a number >= 0 and a string. Indexing calls come on top (`Method.indexing_note`)."""
+    est = method.estimate_calls()
+    ok = (isinstance(est, tuple) and len(est) == 2 and isinstance(est[0], (int, float)) and not isinstance(est[0], bool)
+          and est[0] >= 0 and isinstance(est[1], str))
+    if not ok: raise TypeError(f"{method.name}: estimate_calls() must return (calls >= 0, what they are), got {est!r}")
+    return est
+
 
 # %% ../nbs/90_runner.ipynb #edfef528
-def _announce(method: Method, n_todo: int, res) -> None:
-    "Before a run: the calls it will make and the settings that make it fast."
+def run_banner(method: Method, n_todo: int) -> str:
+    """The line a run prints before its first question, from what `method` declares: `n_todo` questions times its
+    calls per question (`estimate_calls`), the indexing calls on top (`Method.indexing_note`), the total, and the
+    arguments of a fast first run (`Method.fast_settings`) when it has them."""
     per, what = estimate_calls(method)
-    extra = ""
-    if method.name in ("megrag",) and getattr(res, "openie_backend", "llm") == "llm":
-        extra = (f"; plus OpenIE of up to {getattr(method.config, 'n_p', 10)} passages per step (once each, shared "
-                 "by the questions)")
-    if method.name == "evireform": extra = "; plus the propositions of the passages searched (once each)"
-    line = (f"{method.run_name()}: {n_todo} questions x up to {per:g} LLM calls ({what}){extra} = up to "
-            f"{int(per * n_todo):,} calls")
-    if method.name in FAST_SETTINGS: line += f"; for a fast first run: {FAST_SETTINGS[method.name]} --limit 5"
-    print(line, flush=True)
+    note = method.indexing_note()
+    line = (f"{method.run_name()}: {n_todo} questions x up to {per:g} LLM calls ({what})"
+            + (f"; plus {note}" if note else "") + f" = up to {int(per * n_todo):,} calls")
+    if method.fast_settings: line += f"; for a fast first run: {method.fast_settings} --limit 5"
+    return line
+
+def _announce(method: Method, n_todo: int, res=None) -> None:
+    "Before a run: print `run_banner` (the calls it will make and the settings that make it fast)."
+    print(run_banner(method, n_todo), flush=True)
+
 
 # %% ../nbs/90_runner.ipynb #ed548985
 def _answer(method: Method, batch: list[Question], on_record=None):
@@ -334,19 +315,28 @@ def _resumed_manifest(old: dict, mf: dict, res, out: Path) -> dict:
     return {**old, **{k: v for k, v in mf.items() if k not in _SAME_RUN}}
 
 # %% ../nbs/90_runner.ipynb #898a1e99
+def _method_spec(cls: type) -> dict:
+    """`{'method_spec': 'py:module:Name'}` for a method class defined outside the package in an importable module (so
+    that a viewer in another process finds its class: `get_method`); `{}` for the kit's own, and for a class made in
+    `__main__` or inside a function, which no other process can import."""
+    mod, name = cls.__module__, cls.__qualname__
+    if mod.split(".")[0] == "megrag_kit" or mod == "__main__" or "<locals>" in name: return {}
+    return {"method_spec": f"py:{mod}:{name}"}
+
 def _start_manifest(method: Method, dataset: Dataset, out: Path, qs: list[Question], limit, batch_size: int,
                     seed: int, manifest: dict | None, write: bool = True) -> dict:
     """Write `out/run.json` for this start of a run of `method` on the questions `qs` of `dataset` and return it: the
-    method, its config, the dataset and its hashes, the models, the seed and the fields of `manifest` (an API key
-    replaced by a note), this start appended to `invocations` (with `write=False`, for a run that is already
-    complete, nothing is written: reading a committed run leaves its files as they are). A folder's earlier run
-    must be the same (`_resumed_manifest`)."""
+    method (and `method_spec`, `py:module:Name`, for a class from outside the package: `_method_spec`), its config,
+    the dataset and its hashes, the models, the seed and the fields of `manifest` (an API key replaced by a note),
+    this start appended to `invocations` (with `write=False`, for a run that is already complete, nothing is
+    written: reading a committed run leaves its files as they are). A folder's earlier run must be the same
+    (`_resumed_manifest`)."""
     res = method.res
     now = dict(started=datetime.now(timezone.utc).isoformat(), limit=limit, n_questions=len(qs),
                batch_size=batch_size, versions=versions(), threads=thread_settings())
     mf = dict(method=method.name, run_name=method.run_name(), params=method.config.to_dict(), dataset=dataset.name,
               llm=res.llm_spec, embedder=res.embedder_spec, seed=seed, inputs=dataset_hashes(dataset),
-              **(manifest or {}))
+              **_method_spec(type(method)), **(manifest or {}))
     if isinstance(mf.get("llm_options"), dict) and "api_key" in mf["llm_options"]:
         mf["llm_options"] = {**mf["llm_options"], "api_key": "(set, not recorded)"}     # a secret never goes on disk
     f = out / "run.json"

@@ -235,7 +235,7 @@ def _get(ref):
 def grid_cells(methods, datasets, seeds=(0,), out_root="runs/grid", names: dict | None = None) -> list[dict]:
     """The cells of a grid, in order (method, then dataset, then seed): `{method, params, dataset, seed, out}`.
 
-    `methods`: names (`'native_rag'`) or `(name, params)` pairs; `datasets`: registered names or
+    `methods`: names (registered, or `py:module:Name`) or `(name, params)` pairs; `datasets`: registered names or
     `questions.json[:corpus.json]` paths; `names`: `{dataset: Dataset.name}` for those whose name is not the string
     itself (paths); `out`: `out_root/<run name>-<dataset name>-seed<seed>`. `KeyError` for an unknown method,
     `ConfigError` for a bad parameter, `ValueError` when two cells would share a folder."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html, json, re
 from pathlib import Path
 from .core import DataError, Passage, parse_unit_id
+from .method import Method, get_method
 from .runner import read_predictions
 
 # %% auto #0
@@ -14,46 +15,26 @@ __all__ = ['CSS', 'GRANULARITY', 'steps', 'unit_spans', 'highlight', 'node_html'
            'explore_html', 'Explorer', 'run_page']
 
 # %% ../nbs/92_viz.ipynb #1fde30cd
-def _units(ev) -> list[tuple[str, str]]:
-    "Evidence as `[(unit id, text)]` from a MEGRAG `evidence` dict (`{kind: [[uid, text], ...]}`) or a list of pairs."
-    if isinstance(ev, dict):
-        ev = [u for kind in ("triples", "sentences", "passages", "propositions") for u in ev.get(kind, [])]
-    return [(str(u[0]), str(u[1])) for u in ev or []]
-
-def _node_step(n: dict) -> dict:
-    "A node of a MEGRAG trace as a `steps` dict."
-    return dict(step=n["step"], query=n.get("query", ""), composition=n.get("composition", ""),
-                evidence=_units(n.get("evidence")), answer=n.get("intermediate_answer", ""),
-                missing=n.get("missing", ""), relation=n.get("relation", ""), next_query=n.get("next_query", ""),
-                stop=bool(n.get("stop")), final=n.get("answer", ""))
-
-def _evireform_steps(row: dict, t: dict) -> list[dict]:
-    "An EviReform trace `t` of `row` as `steps` dicts: the seed selection, then one per residual round."
-    out = [dict(step=1, query=row["question"], composition="seed propositions", evidence=_units(t.get("selected")),
-                answer="", missing="", relation="", next_query="", stop=False, final="")]
-    for r in t.get("rounds", []):
-        out[-1]["next_query"] = " | ".join(r.get("queries", [])); out[-1]["relation"] = "residual query"
-        out.append(dict(step=len(out) + 1, query=" | ".join(r.get("queries", [])), composition="residual seeds",
-                        evidence=_units([u for s in r.get("seeds", []) for u in s]), answer="", missing="",
-                        relation="", next_query="", stop=False, final=""))
-    out[-1]["stop"] = True; out[-1]["final"] = row.get("prediction", "")
-    return out
+def _method_of(method) -> type:
+    """The method class whose `view_nodes` shows a run: `method` itself (a `Method` subclass), or the class of its name
+    as a run records it (a registered name, `py:module:Name`); `Method` (the base view) for `None` or a name that
+    cannot be found (a plugin that is not installed here)."""
+    if isinstance(method, type) and issubclass(method, Method): return method
+    if not method: return Method
+    try: return get_method(method)
+    except (KeyError, ValueError): return Method
 
 # %% ../nbs/92_viz.ipynb #1e3eda4f
-def steps(row: dict, k: int = 5) -> list[dict]:
-    """The nodes of one prediction row as dicts with keys `step, query, composition, evidence` (`[(unit id, text)]`),
-    `answer` (intermediate answer `b_i`), `missing` (`m_i`), `relation` (`r_i`, to the next query), `next_query`,
-    `stop`. A MEGRAG trace gives one per node `v_i`; an EviReform trace the seed selection and then one per residual
-    round; a row without a trace one node with its top `k` retrieved passages. `DataError` when `row` has no
-    `question`."""
+def steps(row: dict, k: int = 5, method=None) -> list[dict]:
+    """The explorer's nodes of one prediction row, as its method declares them (`Method.view_nodes`): dicts with keys
+    `step, query, composition, evidence` (`[(unit id, text)]`), `answer` (intermediate answer `b_i`), `missing`
+    (`m_i`), `relation` (`r_i`, to the next query), `next_query`, `stop`, `final` (`view_node`). `method`: the method
+    class, or its name as a run records it (a registered name or `py:module:Name`; `RunView.method` is the run's);
+    `None`, or one that cannot be found, gives the base view: one node with the row's top `k` retrieved passages.
+    `DataError` when `row` has no `question`."""
     if "question" not in row:
         raise DataError("prediction row has no 'question'", record=row.get("id"), field="question")
-    t = row.get("trace") or {}
-    if t.get("nodes"): return [_node_step(n) for n in t["nodes"]]
-    if t.get("retrieval") == "evireform": return _evireform_steps(row, t)
-    return [dict(step=1, query=row["question"], composition="passages",
-                 evidence=[(f"p{p}", "") for p in row.get("retrieved", [])[:k]], answer="", missing="", relation="",
-                 next_query="", stop=True, final=row.get("prediction", ""))]
+    return _method_of(method).view_nodes(row, k)
 
 # %% ../nbs/92_viz.ipynb #f08a1640
 def _merge(spans):
@@ -138,10 +119,10 @@ def node_html(node: dict, passages=None) -> str:
 
 # %% ../nbs/92_viz.ipynb #8a49930e
 class RunView:
-    """A run folder for viewing: `manifest` (run.json), `rows` (predictions.jsonl, latest row per id), `passages` (the
-    dataset corpus, or `None` when it cannot be loaded; pass `dataset=` to supply it, a `Dataset`, a corpus list or
-    `{pid: Passage}`, or `[]` for none). `FileNotFoundError` naming the
-    folder when it has no predictions."""
+    """A run folder for viewing: `manifest` (run.json), `rows` (predictions.jsonl, latest row per id), `method` (the
+    class of the run's method, whose `view_nodes` draws its questions: `steps`), `passages` (the dataset corpus, or
+    `None` when it cannot be loaded; pass `dataset=` to supply it, a `Dataset`, a corpus list or `{pid: Passage}`, or
+    `[]` for none). `FileNotFoundError` naming the folder when it has no predictions."""
     def __init__(self, run_dir, dataset=None):
         self.path = Path(run_dir)
         self.rows = read_predictions(self.path / "predictions.jsonl")
@@ -150,6 +131,7 @@ class RunView:
         mf = self.path / "run.json"
         self.manifest = json.loads(mf.read_text()) if mf.exists() else {}
         self.name = self.manifest.get("run_name") or self.path.name
+        self.method = _method_of(self.manifest.get("method_spec") or self.manifest.get("method"))
         if dataset is None:
             try:
                 from megrag_kit.data import load_dataset
@@ -162,10 +144,13 @@ class RunView:
     def row(self, q) -> dict:
         "A row by question id or by position."
         return self.rows[q] if isinstance(q, int) else self.by_id[q]
+    def steps(self, q) -> list[dict]:
+        "The explorer's nodes of question `q` (id or position), as the run's method declares them (`steps`)."
+        return steps(self.row(q), method=self.method)
 
     def question_html(self, q, step: int | None = None) -> str:
         """HTML of question `q` (id or position): header, then node `step` (1-based) or every node when `None`."""
-        r = self.row(q); nodes = steps(r)
+        r, nodes = self.row(q), self.steps(q)
         gold = ", ".join(r.get("gold_answers", [])[:3])
         method = html.escape(str(self.manifest.get("method", "?")))
         head = (f'<div class="mk-f"><b>{html.escape(self.name)}</b> ({method})</div>'
@@ -265,15 +250,16 @@ _SVG_STYLE = ("<style>.mkg text{font-family:Helvetica,Arial,sans-serif;font-size
               ".mkg .mkg-b{fill:#1d5e2a}.mkg .mkg-gold{fill:#8a6d00;font-weight:bold}</style>")
 
 # %% ../nbs/92_viz.ipynb #573b8e3a
-def graph_svg(row: dict, passages=None, width: int = 820) -> str:
+def graph_svg(row: dict, passages=None, width: int = 820, method=None) -> str:
     """The evidence graph of one prediction row as an SVG picture (a string, no script): the question on top, then
-    one box per node `v_i` of `steps(row)` with its query `q_i`, composition and each selected evidence unit as a
+    one box per node `v_i` of `steps(row, method=method)` (`method`: the row's method, as `steps` takes it) with its
+    query `q_i`, composition and each selected evidence unit as a
     coloured line at its granularity (T triple, S sentence, P passage, X proposition; the legend names them), a
     unit whose passage is a gold passage of the row starred and outlined, the intermediate answer `b_i`; an arrow
     from each node to the next labelled with the transition relation `r_i`, and an arrow from the last node to a
     STOP box with the final answer (or "budget spent" when the last node did not stop). `passages` (corpus list or
     `{pid: Passage}`) gives passage units their titles. `width` in pixels; the height follows the content."""
-    nodes, gold = steps(row), set(row.get("gold_pids") or [])
+    nodes, gold = steps(row, method=method), set(row.get("gold_pids") or [])
     cw = max(40, (width - 70) // 7)                      # characters per line at the 12 px font
     y = 14
     out = _svg_legend(y); y += 24
@@ -317,7 +303,7 @@ def explore_html(run, dataset=None, title: str | None = None, width: int = 820) 
         opts.append(f'<option value="{i}">{i + 1}. {mark} {html.escape(r["question"])}</option>')
         blocks.append(f'<section class="mkg-question" data-i="{i}" data-qid="{html.escape(str(r["id"]))}"'
                       f'{"" if i == 0 else " hidden"}>'
-                      + graph_svg(r, v.passages, width)
+                      + graph_svg(r, v.passages, width, v.method)
                       + '<details><summary>node by node, evidence marked in its passages</summary>'
                       + f'{v.question_html(i)}</details>'
                       + "</section>")
@@ -354,9 +340,9 @@ class Explorer:
         self._question()
 
     def _question(self):
-        n = len(steps(self.a.row(self.pick.value)))
-        if self.b is not None and self.pick.value in self.b.by_id: n = max(n, len(steps(self.b.row(self.pick.value))))
-        svg = [graph_svg(v.row(self.pick.value), v.passages)
+        n = len(self.a.steps(self.pick.value))
+        if self.b is not None and self.pick.value in self.b.by_id: n = max(n, len(self.b.steps(self.pick.value)))
+        svg = [graph_svg(v.row(self.pick.value), v.passages, method=v.method)
                for v in (self.a, self.b) if v is not None and self.pick.value in v.by_id]
         self.graph.value = (svg[0] if len(svg) == 1
                             else '<div class="mk-side">' + "".join(f"<div>{g}</div>" for g in svg) + "</div>")

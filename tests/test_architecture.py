@@ -30,14 +30,13 @@ DECLARED = {
        for m in ("report", "viz", "reproduce", "scale")},
     ("experiment", "scale"): "runs an experiment file's runs through the grid cell runner (scale.run_jobs)",
     ("experiment", "report"): "renders an experiment file's reports",
-    ("experiment", "reproduce"): "builds a `py:module:Name` model spec as reproduce does (build_model)",
     **{("cli", m): "the command line drives it"
        for m in ("runner", "report", "viz", "reproduce", "scale", "experiment", "distill")},
 }
 # Imports of a name computed at run time, by (module, enclosing function): each one is where it is on purpose.
 DYNAMIC = {
     ("method", "discover"): "the registry: imports the package's modules and the plugins so that their @register runs",
-    ("reproduce", "build_model"): "a `py:module:Name` model spec names the user's own class",
+    ("core", "py_attr"): "a `py:module:Name` string (a method, an LLM, an embedder) names the user's own object",
     ("runner", "_run_held"): "warms the third-party modules of _WARM_IMPORTS before the first batch",
 }
 NOT_MODULES = {"__init__", "_modidx"}     # the package file and nbdev's index: they import no kit module (checked)

@@ -55,15 +55,16 @@ def test_steps_of_each_trace_kind():
     seam = _rows(SEAM)
     two = [r for r in seam if r["steps"] == 2]
     assert len(two) == 1                                  # question 12 is the only two-node graph of the run
-    n1, n2 = steps(two[0])
+    n1, n2 = steps(two[0], method="megrag")               # the method's own view (Method.view_nodes)
     assert (n1["step"], n1["composition"], n1["stop"], n2["stop"]) == (1, "T+S", False, True)
     assert n1["relation"] == two[0]["trace"]["nodes"][0]["relation"] and n2["query"] == n1["next_query"]
     assert len(n1["evidence"]) == len(two[0]["trace"]["nodes"][0]["evidence"]["triples"]) + len(two[0]["trace"]["nodes"][0]["evidence"]["sentences"])
     nat = _rows(NATIVE)[0]
-    (only,) = steps(nat)
+    (only,) = steps(nat, method="native_rag")
     assert [u for u, _ in only["evidence"]] == [f"p{p}" for p in nat["retrieved"][:5]]
     evi = _rows(EVI)[0]
-    es = steps(evi)
+    es = steps(evi, method="evireform")
+    assert es == RunView(EVI, dataset=[]).steps(0)              # the run folder names its method
     assert len(es) == 1 + len(evi["trace"]["rounds"])
     assert [u for u, _ in es[0]["evidence"]] == [u for u, _ in evi["trace"]["selected"]]
 
@@ -73,7 +74,7 @@ def test_static_html_holds_every_node_of_every_trace():
     page = run_page(view)
     assert page.count("<details") == len(view) == 21
     for r in view.rows:
-        for n in steps(r):
+        for n in steps(r, method=view.method):
             assert html.escape(n["query"]) in page
             assert html.escape(n["answer"]) in page
             for uid, unit in n["evidence"]: assert html.escape(unit) in page
@@ -111,7 +112,7 @@ def test_highlights_at_sentence_spans_in_real_passages(monkeypatch):
     assert view.passages is not None and len(view.passages) == 6119
     r = view.row(11)
     h = view.question_html(11, step=1)
-    sents = [(u, t) for u, t in steps(r)[0]["evidence"] if u.startswith("s")]
+    sents = [(u, t) for u, t in view.steps(11)[0]["evidence"] if u.startswith("s")]
     assert len(sents) == 22
     for uid, text in sents:                                # each selected sentence is marked, whole, under its own id
         assert _marked(h).get(uid) == [text], uid
@@ -130,12 +131,12 @@ def test_graph_svg_draws_units_gold_relations_and_stop():
                 "evidence": {"triples": [["t9.0", "song | performer | Aretha Franklin"]], "sentences": [["s4.1", "Unrelated."]]}},
                {"step": 2, "query": "Where did Aretha Franklin die?", "composition": "P", "intermediate_answer": "Detroit",
                 "stop": True, "answer": "Detroit", "evidence": {"passages": [["p3", ""]]}}]}}
-    svg = graph_svg(row, passages={3: Passage(3, "Aretha Franklin", "She died in Detroit.")})
+    svg = graph_svg(row, passages={3: Passage(3, "Aretha Franklin", "She died in Detroit.")}, method="megrag")
     assert svg.count('class="mkg-node"') == 2 and svg.count('class="mkg-edge"') == 2
     assert svg.count('class="mkg-u mkg-goldu"') == 2 and svg.count('class="mkg-u"') == 1        # t9.0 and p3 gold, s4.1 not
     assert "r: performer -&gt; place of death" in svg and "STOP · answer: Detroit" in svg
     assert "★ p3 Aretha Franklin" in svg                                      # a passage unit is named by its title
     row["trace"]["nodes"][1]["stop"] = False                                  # the budget ran out instead
-    assert "budget spent" in graph_svg(row)
+    assert "budget spent" in graph_svg(row, method="megrag")
     page = explore_html(RunView(SEAM, dataset=[]))
     assert page.count('class="mkg-question"') == 21 and "<script src" not in page and "cdn" not in page.lower()

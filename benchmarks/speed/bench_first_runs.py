@@ -1,5 +1,5 @@
 """A newcomer's first run of each method: `megrag-kit run METHOD --dataset demo --limit 5` with the settings that make
-it short (`runner.FAST_SETTINGS`), the offline models (SmolLM2-135M, MiniLM) on this machine, timed from the
+it short (each method's `fast_settings`), the offline models (SmolLM2-135M, MiniLM) on this machine, timed from the
 command's start to its exit, with an empty call cache and evidence-store folder (the one-time conversion of
 SmolLM2 to safetensors is shared with the usual cache, so it is not counted). Writes benchmarks/results/first_runs.md.
 
@@ -10,7 +10,7 @@ import argparse, json, os, shlex, subprocess, sys, time
 from pathlib import Path
 
 from megrag_kit.core import busy_cores, cache_dir
-from megrag_kit.runner import FAST_SETTINGS
+from megrag_kit.method import get_method
 
 METHODS = ("megrag", "cara", "evireform", "ircot", "iter_retgen", "native_rag", "direct", "oracle")
 
@@ -29,7 +29,7 @@ def main(argv=None):
         (cache).mkdir(parents=True, exist_ok=True)
         for shared in ("models", "fingerprints"):          # the SmolLM2 conversion is a one-time step of the install
             if not (cache / shared).exists(): (cache / shared).symlink_to(cache_dir(shared))
-        args = f"megrag-kit run {m} --dataset demo --limit {a.limit} {FAST_SETTINGS.get(m, '')}".split()
+        args = f"megrag-kit run {m} --dataset demo --limit {a.limit} {get_method(m).fast_settings}".split()
         out = root / f"run-{m}"
         if out.exists():
             import shutil; shutil.rmtree(out)
