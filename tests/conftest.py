@@ -7,7 +7,7 @@ collection, so the fast tier cannot load them by accident. A test that reads the
 here: it carries `@needs_shared` or `@pytest.mark.data`, or it, a fixture it uses or a helper of their module names
 `SHARED`, `shared_file` or `needs_shared` (`pytest -m "slow or data"` is what a run without the data leaves out;
 `tools/test.sh --slow-and-data` runs it)."""
-import importlib.util, inspect, json, os, threading, time, types
+import importlib.util, inspect, json, os, shutil, threading, time, types
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import numpy as np
@@ -105,6 +105,25 @@ def smollm(tmp_path_factory):
 def minilm():
     "The real offline all-MiniLM-L6-v2 embedder."
     return load_embedder("minilm", "cpu")
+
+
+@pytest.fixture(scope="session")
+def demo_minilm_vectors(minilm, tmp_path_factory) -> Path:
+    "A store folder holding the shipped demo corpus's MiniLM passage vectors, embedded once per test run."
+    from megrag_kit.data import load_dataset
+    from megrag_kit.index import EvidenceStore
+    root = tmp_path_factory.mktemp("demo-minilm")
+    EvidenceStore(load_dataset("demo"), minilm, root=root, show_progress=False).dense.build()
+    return root
+
+
+@pytest.fixture()
+def demo_store(demo_minilm_vectors, tmp_path) -> Path:
+    """A fresh store folder (`store_root`) for the demo corpus that already holds its MiniLM passage vectors (a copy
+    of `demo_minilm_vectors`): the real-model tests on the demo share one embedding of it; every other view starts
+    empty."""
+    shutil.copytree(demo_minilm_vectors / "vectors", tmp_path / "store" / "vectors")
+    return tmp_path / "store"
 
 
 _REFUSALS = {   # field -> (does the request use it?, the body of the HTTP 400 a server that refuses it sends)

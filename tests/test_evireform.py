@@ -329,9 +329,9 @@ def test_parser_backend_switches_the_proposition_view(demo, tmp_path):
 # ---- the real offline models
 
 @pytest.mark.slow
-def test_real_offline_models_on_three_questions(demo, minilm, smollm, tmp_path):
+def test_real_offline_models_on_three_questions(demo, minilm, smollm, demo_store):
     "SmolLM2-135M extracts, selects and writes; MiniLM ranks: small pools keep it to a few minutes on CPU."
-    res = Resources(demo, llm=smollm, embedder=minilm, store_root=tmp_path)
+    res = Resources(demo, llm=smollm, embedder=minilm, store_root=demo_store)
     m = build_method("evireform", dict(pool_x=3, pool_r=2, L=1, scope="pool"), res)
     answers = m.answer(demo.questions[:3])
     for q, a in zip(demo.questions[:3], answers):

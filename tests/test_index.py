@@ -104,11 +104,11 @@ def test_dense_retrieval_finds_gold_on_demo(demo, minilm, tmp_path):
 
 
 @pytest.mark.slow
-def test_vectors_of_another_model_are_refused(demo, minilm, tmp_path):
-    EvidenceStore(demo, minilm, root=tmp_path, show_progress=False).dense.build()
+def test_vectors_of_another_model_are_refused(demo, minilm, demo_store):
+    "MiniLM's saved demo vectors (the shared session copy), asked for by an embedder of the same name and another dim."
     class SameNameOtherDim(Embedder): model_id, dim = minilm.model_id, 768
     with pytest.raises(IndexMismatchError, match="dim 384"):
-        EvidenceStore(demo, SameNameOtherDim(), root=tmp_path).search(["x"], 1)
+        EvidenceStore(demo, SameNameOtherDim(), root=demo_store).search(["x"], 1)
 
 
 # ---- long texts: truncation counted, or windows

@@ -1,6 +1,6 @@
 """IRCoT and ITER-RETGEN: the control flow with a scripted fake LLM and a hashing embedder over the demo corpus
 (stop rule, step counts, query composition, the pooled ranking worked out by hand), and a short run of the real
-offline models on two 2Wiki questions (slow)."""
+offline models on two demo (2Wiki dev) questions (slow)."""
 import re
 import json
 import pytest
@@ -9,7 +9,7 @@ from megrag_kit.ircot import IRCOT_SYSTEM, cot_answer, merge_hits
 from megrag_kit.models import Generation
 from megrag_kit.method import ConfigError, Resources, build_method, get_method
 from megrag_kit.runner import run
-from conftest import ScriptedLLM, SHARED, needs_shared
+from conftest import ScriptedLLM
 from fakes import HashEmbedder
 
 
@@ -140,13 +140,15 @@ def test_runner_writes_steps_and_summary(demo, root, tmp_path):
                                                 {"rounds": 1, "trace": {"rounds": [{"answer": "A"}]}}]) == {"rounds": 1.5, "converged": 50.0}
 
 
-# ---- the real models, two 2Wiki questions
+# ---- the real models, two 2Wiki dev questions of the shipped demo
 
-@needs_shared
-def test_real_models_on_two_2wiki_questions(minilm, smollm):
-    ds = load_dataset("2wikimultihopqa", SHARED)
+def test_real_models_on_two_demo_questions(demo, minilm, smollm, demo_store):
+    """IRCoT and ITER-RETGEN with SmolLM2-135M and MiniLM: each first retrieval is the dense top 5, a real reply feeds
+    the next query. The demo corpus (254 passages, its vectors shared by the real-model tests), not the 6,119-passage
+    2Wiki corpus, which a fresh machine spent 16 minutes embedding."""
+    ds = demo
     qs = ds.questions[:2]
-    res = Resources(ds, llm=smollm, embedder=minilm)        # the dense index of the 2Wiki corpus is built once per machine (cache)
+    res = Resources(ds, llm=smollm, embedder=minilm, store_root=demo_store)
     top = [[p for p, _ in h] for h in res.store.search([q.question for q in qs], 5)]
     for a, t in zip(build_method("ircot", {"max_steps": 1}, res).answer(qs), top):
         assert a.trace["steps"][0]["query"] and [h[0] for h in a.trace["steps"][0]["hits"]] == t

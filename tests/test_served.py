@@ -266,7 +266,8 @@ def test_same_predictions_from_a_clean_and_a_faulty_server(stub_server, tmp_path
     assert no_sleep                                              # the faulty server was retried
 
 
-def test_native_rag_with_the_real_model_behind_a_faulty_server(stub_server, smollm, minilm, tmp_path, no_sleep):
+def test_native_rag_with_the_real_model_behind_a_faulty_server(stub_server, smollm, minilm, demo_store, tmp_path,
+                                                               no_sleep):
     "SmolLM2-135M served by the stub: reasoning blocks, no usage, every third call failing; the same predictions as clean."
     def respond(body):
         schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
@@ -276,7 +277,8 @@ def test_native_rag_with_the_real_model_behind_a_faulty_server(stub_server, smol
     for kind in ("clean", "faulty"):
         stub_server.respond = respond
         if kind == "faulty": stub_server.reasoning, stub_server.usage, stub_server.fail_every = "inline", False, 3
-        res = Resources(demo, llm=served(stub_server, f"smollm-{kind}", max_retries=3), embedder=minilm, store_root=tmp_path / "store")
+        res = Resources(demo, llm=served(stub_server, f"smollm-{kind}", max_retries=3), embedder=minilm,
+                        store_root=demo_store)
         run(build_method("native_rag", {}, res), demo, tmp_path / kind, limit=4, batch_size=2, show_progress=False)
         preds[kind] = [r["prediction"] for r in read_predictions(tmp_path / kind / "predictions.jsonl")]
     direct = Reader(smollm).answer([q.question for q in demo.questions[:4]],
