@@ -246,9 +246,12 @@ def test_candidates_follow_rank_then_stored_order(demo, vectors):
 
 
 @pytest.mark.slow
-def test_real_offline_model_on_three_questions(demo, minilm, smollm, tmp_path):
-    "The 135M policy end to end: every node of every trace satisfies the validity rules."
-    res = Resources(demo, llm=smollm, embedder=minilm, store_root=tmp_path)
+def test_real_offline_model_on_three_questions(demo, minilm, smollm, demo_store):
+    """The 135M policy end to end: every node of every trace satisfies the validity rules. The triple view is filled
+    as `megrag-kit run` fills it by default (spaCy's parser when installed, as in a dev install): the real model's
+    OpenIE is tested on its own (test_index.py: test_lazy_triples_with_the_real_model_are_grounded)."""
+    from megrag_kit.cli import _openie_backend
+    res = Resources(demo, llm=smollm, embedder=minilm, store_root=demo_store, openie_backend=_openie_backend("auto"))
     answers = build_method("megrag", dict(budget=2, n_p=3), res).answer(demo.questions[:3])
     for r in answers:
         g = EvidenceGraph.from_dict(r.trace)
