@@ -301,13 +301,14 @@ def _started(mf: dict) -> str:
     "The last start of a run (its invocations' `started`, ISO strings sort as times)."
     return max([i.get("started") or "" for i in mf.get("invocations", [])] + [mf.get("started") or ""])
 
-def newest_run(root, method: str, dataset: str, options: dict | None = None, manifest: dict | None = None) -> Path:
+def newest_run(root, method: str, dataset: str, options: dict | None = None, manifest: dict | None = None,
+               min_questions: int = 1) -> Path:
     """The newest run folder directly under `root` (with `run.json` and `predictions.jsonl`) of `method` on
     `dataset` whose recorded `params` hold each of `options` (converted by the method's `Config`, as a run records
     them), whose `run.json` holds each field of `manifest` (e.g. `{"openie_backend": "parser"}`) and whose method
-    version is the code's (`Method.VERSION`). Newest: the latest start among its invocations, then the most
-    questions. `FileNotFoundError` naming what was looked for, and the folders that match but were made by an older
-    version of the method (`ConfigError` for an option the method does not have)."""
+    version is the code's (`Method.VERSION`), with at least `min_questions` questions. Newest: the latest start among
+    its invocations, then the most questions. `FileNotFoundError` naming what was looked for, and the folders that
+    match but were made by an older version of the method (`ConfigError` for an option the method does not have)."""
     cls = get_method(method)
     opts = options or {}
     want = {k: v for k, v in cls.Config.from_dict(opts, owner=method).to_dict().items() if k in opts}
@@ -318,6 +319,7 @@ def newest_run(root, method: str, dataset: str, options: dict | None = None, man
         if mf.get("method") != method or mf.get("dataset") != dataset: continue
         if any(mf.get("params", {}).get(k) != v for k, v in want.items()): continue
         if any(mf.get(k) != v for k, v in (manifest or {}).items()): continue
+        if (mf.get("n_questions") or 0) < min_questions: continue
         if method_version(mf) < cls.VERSION: stale.append(f.parent.name); continue
         found.append((_started(mf), mf.get("n_questions") or 0, f.parent))
     if not found:

@@ -65,7 +65,7 @@ def test_every_notebook_ran_and_wrote_its_outputs(done):
         rec = json.loads((out / "results" / f"{n}.json").read_text())
         for k in ("params", "models", "seed", "versions", "hardware", "wall_s", "runs"): assert k in rec, (n, k)
         assert rec["versions"]["git_commit"] and rec["runs"]
-    assert {Path(f).name for f in d["megrag_tables"]["outputs"]} == {f"megrag_{t}.{e}" for t in ("table1", "table2", "table3", "budget", "flashrag", "gold_bound") for e in ("md", "csv")}
+    assert {Path(f).name for f in d["megrag_tables"]["outputs"]} == {f"megrag_{t}.{e}" for t in ("table1", "table2", "table3", "budget", "flashrag", "gold_bound", "2wiki100", "2wiki100_paired") for e in ("md", "csv")}
 
 
 def test_figures_are_images_with_the_expected_series(done):
