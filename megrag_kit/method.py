@@ -263,10 +263,8 @@ class Method:
     (`megrag_kit.runner.index_stage`); `extracted_views`, the views a model fills while it answers (`triple`: OpenIE,
     `proposition`); `view_nodes(row)`, the explorer's nodes of one of its prediction rows (`megrag_kit.viz`).
 
-    `VERSION` (int, 1 by default): the version of the method's behaviour, raised by one whenever the same config
-    answers differently (a fixed equation, not a new option: an option is recorded in the config). A run records it
-    in `run.json` (`method_version`; a run from before it was recorded is version 1), a run folder of an older
-    version is never resumed, and a table refuses to read one (`check_method_version`)."""
+    `VERSION` (default 1), raised when the same config answers differently (`VERSION_NOTES`: what changed): a run
+    records it (`method_version`), an older version's folder is not resumed nor read (`check_method_version`)."""
     name: ClassVar[str] = ""
     Config: ClassVar[type] = Config
     metrics: ClassVar[dict] = {"F1": "f1", "EM": "em"}
@@ -277,8 +275,7 @@ class Method:
     fast_settings: ClassVar[str] = ""
     index_views: ClassVar[tuple] = ()
     extracted_views: ClassVar[tuple] = ()
-    VERSION: ClassVar[int] = 1
-    VERSION_NOTES: ClassVar[dict] = {}          # {version: what changed in it}, for the message of a stale run
+    VERSION: ClassVar[int] = 1; VERSION_NOTES: ClassVar[dict] = {}     # {version: what changed in it}
 
     def __init__(self, config: Config, resources: Resources):
         self.config, self.res = config, resources
