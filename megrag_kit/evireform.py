@@ -769,7 +769,8 @@ class EviReform(Method):
     view), selects seed propositions, writes residual queries and reads; the embedder ranks passages and
     propositions. `answer(questions)` returns one `Answer` per question: the reader's answer, the passage ranking
     (best first), the trace of every quantity, the cost of the selector, writer, reorder and reader calls (the
-    extraction calls are booked to the `indexing` phase) and the per-question fields `evireform_summary` reads."""
+    extraction calls are booked to the `indexing` phase) and the per-question fields `evireform_summary` reads.
+    `VERSION` 2: propagation without the self term (`propagate`); runs of version 1 are refused by the tables."""
     name = "evireform"
     Config = EviReformConfig
     fast_settings = "--set pool_x=4 --set pool_r=2 --set k_s=10 --set rounds=1"    # benchmarks/results/first_runs.md
@@ -778,6 +779,9 @@ class EviReform(Method):
     report_tables = {"Policy health (each a rule or an unusable reply standing in for an LLM decision; % of questions, "
                      "copied queries a count) and coverage:": {**HEALTH_COLUMNS, **COVERAGE_COLUMNS}}
     paper = PAPER
+    VERSION = 2          # run.json's method_version; a run made before a change is refused by the tables
+    VERSION_NOTES = {2: "propagation without the self term, s1 = s0 + D_A^+ A s0 with A's diagonal zero "
+                        "(before: s1 = s0 + D_p^+ M D_e^+ M^T s0)"}
 
     @classmethod
     def contrast(cls, rows_a, rows_b, params_a, params_b, folder_a=None, folder_b=None) -> str:

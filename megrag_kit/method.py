@@ -18,7 +18,8 @@ from .reader import Reader
 
 # %% auto #0
 __all__ = ['METHODS', 'ConfigError', 'param', 'Config', 'apply_variant', 'ReaderOptions', 'Resources', 'Answer', 'Method',
-           'view_node', 'register', 'discover', 'get_method', 'build_method']
+           'view_node', 'register', 'discover', 'get_method', 'build_method', 'StaleRunError', 'method_version',
+           'check_method_version']
 
 # %% ../nbs/07_method.ipynb #a2766ab0
 class ConfigError(ValueError):
@@ -260,7 +261,10 @@ class Method:
     the indexing calls on top (the run banner); `fast_settings`, the `megrag-kit run` arguments of a short first run
     on a CPU (the banner suggests them); `index_views`, the store views built before its first question
     (`megrag_kit.runner.index_stage`); `extracted_views`, the views a model fills while it answers (`triple`: OpenIE,
-    `proposition`); `view_nodes(row)`, the explorer's nodes of one of its prediction rows (`megrag_kit.viz`)."""
+    `proposition`); `view_nodes(row)`, the explorer's nodes of one of its prediction rows (`megrag_kit.viz`).
+
+    `VERSION` (default 1), raised when the same config answers differently (`VERSION_NOTES`: what changed): a run
+    records it (`method_version`), an older version's folder is not resumed nor read (`check_method_version`)."""
     name: ClassVar[str] = ""
     Config: ClassVar[type] = Config
     metrics: ClassVar[dict] = {"F1": "f1", "EM": "em"}
@@ -271,6 +275,7 @@ class Method:
     fast_settings: ClassVar[str] = ""
     index_views: ClassVar[tuple] = ()
     extracted_views: ClassVar[tuple] = ()
+    VERSION: ClassVar[int] = 1; VERSION_NOTES: ClassVar[dict] = {}     # {version: what changed in it}
 
     def __init__(self, config: Config, resources: Resources):
         self.config, self.res = config, resources
@@ -381,3 +386,26 @@ def build_method(name: str, params: dict | None, resources: Resources) -> Method
     `Config.from_dict`: `ConfigError` on a bad one) over `resources`."""
     cls = get_method(name)
     return cls(cls.Config.from_dict(params, owner=name), resources)
+
+# %% ../nbs/07_method.ipynb #74070d4c
+class StaleRunError(ValueError):
+    """A run folder was made by an older version of its method than the code's (`Method.VERSION`); the message names
+    the folder, both versions and what changed."""
+
+def method_version(manifest: dict) -> int:
+    "The `method_version` a run's `run.json` (a dict) records; 1 for a run from before it was recorded."
+    return int(manifest.get("method_version", 1))
+
+def check_method_version(manifest: dict, where="") -> int:
+    """The method version of the run whose `run.json` is `manifest` (`method_version`), checked against the code's
+    (`Method.VERSION` of `manifest["method"]`); `where` (the folder) names the run in the message. `StaleRunError`
+    when the run's is older (its method has changed since: the message gives the class's `VERSION_NOTES` of the
+    versions in between), `KeyError` for an unknown method."""
+    cls, v = get_method(manifest["method"]), method_version(manifest)
+    if v < cls.VERSION:
+        notes = getattr(cls, "VERSION_NOTES", {})
+        changed = "; ".join(f"{k}: {notes[k]}" for k in range(v + 1, cls.VERSION + 1) if k in notes)
+        raise StaleRunError(f"{where or 'a run'} was made by {manifest['method']} version {v}, the code's is "
+                            f"{cls.VERSION}" + (f" ({changed})" if changed else "")
+                            + "; answer it anew with this code, or read a newer run")
+    return v

@@ -11,7 +11,8 @@ from pathlib import Path
 from .core import DataError, check_device, stable_hash, set_seed, resolve_device
 from .data import load_dataset
 from .index import StoreOptions, restrict
-from .method import ConfigError, Resources, build_method, get_method
+from .method import (ConfigError, Resources, build_method, check_method_version, get_method,
+                               method_version)
 from .models import NAMED_MODELS, build_model, check_llm_options, check_model_spec, parse_model_spec
 from .runner import _todo, read_predictions, run as run_questions, versions
 from fastcore.basics import patch
@@ -19,8 +20,8 @@ from fastcore.basics import patch
 # %% auto #0
 __all__ = ['COMMON_PARAMS', 'KEYED_LLM_OPTIONS', 'SHIPPED_SPECS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset',
            'check_models', 'check_params', 'hardware', 'default_out', 'markdown_table', 'Experiment',
-           'keyed_llm_options', 'structure', 'ExperimentError', 'notebooks_dir', 'notebook_params', 'profile_datasets',
-           'check_datasets', 'publish_figures', 'reproduce']
+           'keyed_llm_options', 'read_run', 'newest_run', 'structure', 'ExperimentError', 'notebooks_dir',
+           'notebook_params', 'profile_datasets', 'check_datasets', 'publish_figures', 'reproduce']
 
 # %% ../nbs/95_reproduce.ipynb #eaa5efbe
 def paper_dataset(name: str) -> str | None:
@@ -283,6 +284,49 @@ def other_models(self: Experiment, manifest: dict, dataset: str | None = None) -
         if p[k] in SHIPPED_SPECS[k] and manifest.get(k) in SHIPPED_SPECS[k]: continue
         if loaded is None or getattr(self.resources(dataset or p["dataset"]), k).model_id != loaded[k]: out.append(k)
     return out
+
+# %% ../nbs/95_reproduce.ipynb #6781a254
+def read_run(folder, limit: int | None = None) -> tuple[dict, list[dict]]:
+    """`(manifest, rows)` of the run folder `folder`: its `run.json` and the first `limit` (all when `None`) rows of
+    its `predictions.jsonl` that did not fail. `StaleRunError` (`check_method_version`) when the run was made by an
+    older version of its method than the code's; `FileNotFoundError` naming a missing file."""
+    folder = Path(folder)
+    for f in ("run.json", "predictions.jsonl"):
+        if not (folder / f).exists(): raise FileNotFoundError(f"{folder} has no {f}: not a finished run folder")
+    mf = json.loads((folder / "run.json").read_text())
+    check_method_version(mf, folder)
+    return mf, [r for r in read_predictions(folder / "predictions.jsonl") if not r.get("failed")][:limit]
+
+def _started(mf: dict) -> str:
+    "The last start of a run (its invocations' `started`, ISO strings sort as times)."
+    return max([i.get("started") or "" for i in mf.get("invocations", [])] + [mf.get("started") or ""])
+
+def newest_run(root, method: str, dataset: str, options: dict | None = None, manifest: dict | None = None,
+               min_questions: int = 1) -> Path:
+    """The newest run folder directly under `root` (with `run.json` and `predictions.jsonl`) of `method` on
+    `dataset` whose recorded `params` hold each of `options` (converted by the method's `Config`, as a run records
+    them), whose `run.json` holds each field of `manifest` (e.g. `{"openie_backend": "parser"}`) and whose method
+    version is the code's (`Method.VERSION`), with at least `min_questions` questions. Newest: the latest start among
+    its invocations, then the most questions. `FileNotFoundError` naming what was looked for, and the folders that
+    match but were made by an older version of the method (`ConfigError` for an option the method does not have)."""
+    cls = get_method(method)
+    opts = options or {}
+    want = {k: v for k, v in cls.Config.from_dict(opts, owner=method).to_dict().items() if k in opts}
+    found, stale = [], []
+    for f in sorted(Path(root).glob("*/run.json")):
+        if not (f.parent / "predictions.jsonl").exists(): continue
+        mf = json.loads(f.read_text())
+        if mf.get("method") != method or mf.get("dataset") != dataset: continue
+        if any(mf.get("params", {}).get(k) != v for k, v in want.items()): continue
+        if any(mf.get(k) != v for k, v in (manifest or {}).items()): continue
+        if (mf.get("n_questions") or 0) < min_questions: continue
+        if method_version(mf) < cls.VERSION: stale.append(f.parent.name); continue
+        found.append((_started(mf), mf.get("n_questions") or 0, f.parent))
+    if not found:
+        raise FileNotFoundError(f"no run of {method} version {cls.VERSION} on {dataset} with {want or 'any options'}"
+                                + (f" and {manifest}" if manifest else "") + f" under {root}"
+                                + (f"; made by an older version: {', '.join(stale)}" if stale else ""))
+    return max(found, key=lambda t: (t[0], t[1]))[2]
 
 # %% ../nbs/95_reproduce.ipynb #97dd2d73
 @patch

@@ -116,8 +116,9 @@ _SAME_IF_RECORDED = ("chunking", "openie_backend", "index_type", "llm_options") 
 _PLUMBING_OPTIONS = ("timeout", "max_retries", "api_key", "concurrency", "max_tokens_field")  # how, not what, it says
 
 class RunMismatchError(ValueError):
-    """A run folder holds a run of another method, parameter, dataset (its name, or the hash of its questions or
-    corpus), model, seed or answer-changing option; the message says which differ and how."""
+    """A run folder holds a run of another method (or an older version of it), parameter, dataset (its name, or the
+    hash of its questions or corpus), model, seed or answer-changing option; the message says which differ and
+    how."""
 
 # %% ../nbs/90_runner.ipynb #e2b2fe22
 def dataset_hashes(dataset: Dataset) -> dict:
@@ -129,8 +130,11 @@ def dataset_hashes(dataset: Dataset) -> dict:
 
 # %% ../nbs/90_runner.ipynb #04f91025
 def _identity(mf: dict) -> dict:
-    "The part of a manifest that must match to resume: `_SAME_RUN`, plus `_SAME_IF_RECORDED` without plumbing options."
+    """The part of a manifest that must match to resume: `_SAME_RUN`, the method's version (`method_version`, 1 when
+    not recorded: a folder made before a change of the method's behaviour is not resumed), plus `_SAME_IF_RECORDED`
+    without plumbing options."""
     out = {k: mf.get(k) for k in _SAME_RUN}
+    out["method_version"] = mf.get("method_version", 1)
     for k in _SAME_IF_RECORDED:
         if k not in mf: continue
         out[k] = {o: v for o, v in mf[k].items() if o not in _PLUMBING_OPTIONS} if k == "llm_options" else mf[k]
@@ -326,7 +330,8 @@ def _method_spec(cls: type) -> dict:
 def _start_manifest(method: Method, dataset: Dataset, out: Path, qs: list[Question], limit, batch_size: int,
                     seed: int, manifest: dict | None, write: bool = True) -> dict:
     """Write `out/run.json` for this start of a run of `method` on the questions `qs` of `dataset` and return it: the
-    method (and `method_spec`, `py:module:Name`, for a class from outside the package: `_method_spec`), its config,
+    method (and `method_spec`, `py:module:Name`, for a class from outside the package: `_method_spec`), its version
+    (`method_version`: `Method.VERSION`), its config,
     the dataset and its hashes, the models, the seed and the fields of `manifest` (an API key replaced by a note),
     this start appended to `invocations` (with `write=False`, for a run that is already complete, nothing is
     written: reading a committed run leaves its files as they are). A folder's earlier run must be the same
@@ -334,7 +339,8 @@ def _start_manifest(method: Method, dataset: Dataset, out: Path, qs: list[Questi
     res = method.res
     now = dict(started=datetime.now(timezone.utc).isoformat(), limit=limit, n_questions=len(qs),
                batch_size=batch_size, versions=versions(), threads=thread_settings())
-    mf = dict(method=method.name, run_name=method.run_name(), params=method.config.to_dict(), dataset=dataset.name,
+    mf = dict(method=method.name, method_version=getattr(type(method), "VERSION", 1), run_name=method.run_name(),
+              params=method.config.to_dict(), dataset=dataset.name,
               llm=res.llm_spec, embedder=res.embedder_spec, seed=seed, inputs=dataset_hashes(dataset),
               **_method_spec(type(method)), **(manifest or {}))
     if isinstance(mf.get("llm_options"), dict) and "api_key" in mf["llm_options"]:

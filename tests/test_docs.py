@@ -251,3 +251,22 @@ def test_public_api_has_a_docstring_and_a_show_doc(stem, mod):
     shown = set(re.findall(r"^show_doc\(([\w]+)", "\n".join(c.source for c in nb.cells if c.cell_type == "code"), re.M))
     assert [n for n in public if not (getattr(m, n).__dict__.get("__doc__") if inspect.isclass(getattr(m, n)) else getattr(m, n).__doc__)] == []
     assert [n for n in public if n not in shown] == []
+
+
+def _md_table(lines: list[str], start: int) -> list[str]:
+    "The Markdown table (its consecutive `|` lines) that begins at or after line `start`."
+    i = next(i for i in range(start, len(lines)) if lines[i].startswith("|"))
+    j = next((j for j in range(i, len(lines)) if not lines[j].startswith("|")), len(lines))
+    return lines[i:j]
+
+
+def test_readme_tables_equal_the_files_the_reproduction_writes():
+    "Each README table introduced by `(table: `runs/reproduce-demo/tables/NAME.md`)` is that file's table, row for row; the 2Wiki-100 table is one of them."
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    marks = [(i, m) for i, l in enumerate(readme) for m in re.findall(r"\(table: `(runs/reproduce-demo/tables/[\w.-]+\.md)`\)", l)]
+    assert {"runs/reproduce-demo/tables/megrag_2wiki100.md", "runs/reproduce-demo/tables/megrag_2wiki100_paired.md"} <= {m for _, m in marks}
+    for i, m in marks:
+        assert _md_table(readme, i + 1) == _md_table((ROOT / m).read_text(encoding="utf-8").splitlines(), 0), m
+    w2 = _md_table(readme, next(i for i, m in marks if m.endswith("megrag_2wiki100.md")) + 1)
+    assert any("25.59 [18.00, 33.81]" in l and "runs/2wiki100-megrag-cascade" in l for l in w2)     # the newest MEGRAG run
+    assert "+9.80" not in "\n".join(readme) and "17.98" not in "\n".join(readme)                  # no number without a source

@@ -526,3 +526,16 @@ def test_a_json_or_sentence_answer_is_read_and_every_rewrite_is_counted_beside_t
     q = "Who directed Jaws?"
     (a, _), = Reader(ScriptedLLM(lambda p: "Steven Spielberg directed Jaws.")).answer([q], [["Jaws\nJaws is a 1975 film."]])
     assert a == "Steven Spielberg"
+
+
+def test_a_run_folder_of_an_older_method_version_is_not_resumed(tmp_path, monkeypatch):
+    "run.json records the method's version (`Method.VERSION`); after a change of the method's behaviour the old folder is refused, not extended."
+    from megrag_kit.method import get_method
+    ds = load_dataset("demo")
+    llm = ScriptedLLM(lambda p: "x")
+    run(build_method("direct", {}, Resources(ds, llm, None)), ds, tmp_path / "r", limit=1, show_progress=False)
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["method_version"] == 1
+    monkeypatch.setattr(get_method("direct"), "VERSION", 2)
+    with pytest.raises(RunMismatchError, match="method_version: 1 in the folder, 2 now"):
+        run(build_method("direct", {}, Resources(ds, llm, None)), ds, tmp_path / "r", limit=2, show_progress=False)
+    assert len(read_predictions(tmp_path / "r" / "predictions.jsonl")) == 1

@@ -65,7 +65,7 @@ def test_every_notebook_ran_and_wrote_its_outputs(done):
         rec = json.loads((out / "results" / f"{n}.json").read_text())
         for k in ("params", "models", "seed", "versions", "hardware", "wall_s", "runs"): assert k in rec, (n, k)
         assert rec["versions"]["git_commit"] and rec["runs"]
-    assert {Path(f).name for f in d["megrag_tables"]["outputs"]} == {f"megrag_{t}.{e}" for t in ("table1", "table2", "table3", "budget", "flashrag", "gold_bound") for e in ("md", "csv")}
+    assert {Path(f).name for f in d["megrag_tables"]["outputs"]} == {f"megrag_{t}.{e}" for t in ("table1", "table2", "table3", "budget", "flashrag", "gold_bound", "2wiki100", "2wiki100_paired") for e in ("md", "csv")}
 
 
 def test_figures_are_images_with_the_expected_series(done):
@@ -80,10 +80,10 @@ def test_figures_are_images_with_the_expected_series(done):
               "megrag_fig5_depth": ["F1 (ours)", "mean steps (ours)"], "megrag_granularity_by_step": ["step 1", "T+S+P", "n = 3 questions"], "megrag_fig6_latency": ["direct", "native_rag", "megrag", "megrag (paper)"],
               "megrag_budget": ["ours", "paper (MuSiQue)", "budget exhausted (%)"], "evireform_paired": ["ours: full minus control"],
               "cara_variants": ["Hit@1", "Recall@20", "MRR", "nodes examined", "n = 3 questions", "STaRK"],
-              "evireform_coverage": ["ours (evireform)", "paper (2wikimultihopqa)", "final top 5", "n = 3 questions"],
+              "evireform_coverage": ["ours (full)", "paper (2wikimultihopqa)", "paper (musique)", "final top 5", "n = 3 questions"],
               "evireform_sweeps": ["alpha", "beta", "k_r", "L", "ours recall@5", "ours chain@5", "n = 2 questions", "paper: R@5 range 0.12 (2Wiki)"],
               "evireform_growth": ["ours: dense", "ours: bm25", "ours: full", "paper: full, MuSiQue (200 q)", "55 p", "254 p", "n = 3 questions"],
-              "evireform_fig_a1": ["ours: EviReform minus the strongest other run", "R@5 vs", "F1 vs", "11 of the 12 paired intervals"],
+              "evireform_fig_a1": ["ours: EviReform minus the strongest other run", "2wikimultihopqa: R@5 vs", "musique: R@10 vs", "11 of the 12 paired intervals"],
               "cara_fig2_budget": ["ours, m = 1", "ours, m = 2", "Recall@20", "BERTScore F1 (bert-score with all-MiniLM-L6-v2", "T_max",
                                    "n = 2 questions per point", "not computed: the budget runs did not score BERTScore"]}
     for f, want in series.items():
@@ -208,27 +208,31 @@ def test_cara_tables_come_from_the_runs(done):
 
 
 def test_evireform_appendix_tables_come_from_the_committed_runs(done):
-    "Table A.2's contrasts are paired differences of the named runs; Tables A.3/A.4 are `evireform_summary` of each run; the paper's 2Wiki values beside them."
+    "Table A.2's contrasts are paired differences of the newest committed runs of each setting (post-fix, version 2); Tables A.3/A.4 are `evireform_summary` of each run; the paper's values beside them."
     import pandas as pd
     from megrag_kit.evireform import evireform_summary
     from megrag_kit.metrics import paired_bootstrap
     out, _ = done
     root = Path(__file__).parents[1] / "runs"
-    tc = pd.read_csv(out / "tables" / "evireform_controls.csv").set_index("contrast")
+    tc_all = pd.read_csv(out / "tables" / "evireform_controls.csv")
+    assert tc_all["dataset"].drop_duplicates().tolist() == ["2wikimultihopqa", "musique"]
+    tc = tc_all[tc_all["dataset"] == "2wikimultihopqa"].set_index("contrast")
+    assert tc.loc["reformulation, with propagation", "runs"] == "2wiki100-evireform-parser-full minus 2wiki100-evireform-parser-no_reformulation"
     assert list(tc.index) == ["reformulation, with propagation", "propagation, with reformulation", "reformulation, without propagation",
                               "propagation, without reformulation", "full minus repeating the question", "full minus residual queries only"]
     first = lambda n: [r for r in read_predictions(root / n / "predictions.jsonl") if not r.get("failed")][:3]   # the tests' limit
     sc = lambda n: {r["id"]: 100 * r["chain@5"] for r in first(n)}
-    d = paired_bootstrap(sc("2wiki20-evireform"), sc("2wiki20-evireform-no_reformulation"))
+    d = paired_bootstrap(sc("2wiki100-evireform-parser-full"), sc("2wiki100-evireform-parser-no_reformulation"))
     assert tc.loc["reformulation, with propagation", "chain@5 diff"] == round(d["diff"], 2)
     assert tc.loc["reformulation, with propagation", ["paper recall@5 diff", "paper chain@5 diff"]].tolist() == [7.20, 18.00]
     assert pd.isna(tc.loc["propagation, without reformulation", "paper chain@5 diff"])
     tv = pd.read_csv(out / "tables" / "evireform_coverage.csv").set_index("run")
-    cov = evireform_summary(first("2wiki20-evireform"))
-    assert tv.loc["2wiki20-evireform", ["chain initial %", "chain expanded %", "incomplete initially", "became complete"]].tolist() == \
+    cov = evireform_summary(first("2wiki100-evireform-parser-full"))
+    assert tv.loc["2wiki100-evireform-parser-full", ["chain initial %", "chain expanded %", "incomplete initially", "became complete"]].tolist() == \
         [cov["chain_initial"], cov["chain_expanded"], cov["incomplete_initial"], cov["became_complete"]]
-    assert tv.loc["2wiki20-evireform", ["paper chain initial %", "paper became complete"]].tolist() == [53.0, 416]
-    assert "2wiki20-evireform-no_reformulation" not in tv.index                    # no residual queries: no expanded pool to count
+    assert tv.loc["2wiki100-evireform-parser-full", ["paper chain initial %", "paper became complete"]].tolist() == [53.0, 416]
+    assert tv.loc["musique100-evireform-parser-full", ["paper chain initial %", "paper became complete"]].tolist() == [43.9, 150]
+    assert "2wiki100-evireform-parser-no_reformulation" not in tv.index                    # no residual queries: no expanded pool to count
 
 
 def test_evireform_rounds_tables_come_from_the_runs_made_there(done):
@@ -625,14 +629,16 @@ def test_the_new_appendix_tables_carry_the_papers_values(done):
     import pandas as pd
     from megrag_kit.metrics import paired_bootstrap
     out, _ = done
-    a1 = pd.read_csv(out / "tables" / "evireform_table_a1.csv").set_index("metric")
-    assert list(a1.index) == ["R@5", "R@10", "F1", "EM"] and set(a1["paper strongest system"]) == {"GeAR"}   # 2Wiki: GeAR for both
+    a1_all = pd.read_csv(out / "tables" / "evireform_table_a1.csv")
+    a1 = a1_all[a1_all["dataset"] == "2wikimultihopqa"].set_index("metric")
+    assert list(a1.index) == ["R@5", "R@10", "F1", "EM"] and set(a1["paper strongest system"].dropna()) == {"GeAR"}   # 2Wiki: GeAR for both
+    assert a1.loc["F1", "comparator"].startswith("not run: 2wiki100-evireform-parser-full does not score F1 (retrieval only")
     runs = Path(__file__).parents[1] / "runs"
     k = int(a1.loc["R@5", "n"])                                       # the notebook's limit: the first k questions of each run
     rows = lambda n: {r["id"]: r for r in [r for r in read_predictions(runs / n / "predictions.jsonl") if not r.get("failed")][:k]}
     best = a1.loc["R@5", "comparator"]
-    assert best in ("2wiki20-evireform-dense", "2wiki20-evireform-bm25", "2wiki20-native_rag")
-    d = paired_bootstrap({q: 100 * v["recall@5"] for q, v in rows("2wiki20-evireform").items()}, {q: 100 * v["recall@5"] for q, v in rows(best).items()})
+    assert best in ("2wiki100-evireform-parser-dense", "2wiki100-evireform-parser-bm25", "2wiki20-native_rag")
+    d = paired_bootstrap({q: 100 * v["recall@5"] for q, v in rows("2wiki100-evireform-parser-full").items()}, {q: 100 * v["recall@5"] for q, v in rows(best).items()})
     assert a1.loc["R@5", "diff"] == round(d["diff"], 2) and a1.loc["R@5", "above zero"] == (d["lo"] > 0)
     a11 = pd.read_csv(out / "tables" / "evireform_table_a11.csv")
     assert a11["paper musique"].tolist() == [-0.04, 5.90, 5.93, 5.72, 0.03] and a11["ours"].str.startswith("not computed").all()
@@ -789,7 +795,30 @@ def test_the_paper_profile_runs_every_notebook_with_a_served_model(fake_env, stu
     ta = pd.read_csv(out / "tables" / "evireform_runs.csv")
     assert ta["n"].tolist() == [2] * 9 and (out / "tables" / "evireform_runs.md").read_text().startswith(
         f"Answered here on demo with {llm} / py:fakes:HashEmbedder")
-    committed = {json.loads((Path(__file__).parents[1] / "runs" / n / "run.json").read_text())["params"]["variant"]
-                 for n in ta["run"] if n != "2wiki20-native_rag"}
-    assert committed <= {x["params"].get("variant") for x in made["evireform_tables"]}
+    assert set(ta["dataset"]) == {"demo"}                                     # 2Wiki's settings, answered once on demo
+    variants = {json.loads((out / "runs" / n / "run.json").read_text())["params"].get("variant") for n in ta["run"]}
+    assert variants - {None} == {"full", "dense", "bm25", "no_reformulation", "no_propagation",
+                                 "no_reformulation_no_propagation", "residual_only", "repeat_question"}
 
+
+
+def test_no_committed_table_reads_a_run_of_an_older_method_version():
+    "Every run folder a committed reproduction record read or made was made by the code's version of its method (`Method.VERSION`); EviReform's pre-fix runs are refused."
+    from megrag_kit.method import StaleRunError, check_method_version, get_method
+    from megrag_kit.reproduce import newest_run, read_run
+    root = Path(__file__).parents[1]
+    checked = 0
+    for rec in sorted((root / "runs" / "reproduce-demo" / "results").glob("*.json")):
+        for r in json.loads(rec.read_text())["runs"]:
+            folder = root / "runs" / r["folder"].split("/runs/", 1)[1]        # the record holds the path it was made at
+            mf = json.loads((folder / "run.json").read_text())
+            assert check_method_version(mf, folder) == get_method(mf["method"]).VERSION, (rec.name, folder)
+            checked += 1
+    assert checked > 50
+    assert get_method("evireform").VERSION == 2                                 # the propagation fix
+    with pytest.raises(StaleRunError, match="2wiki20-evireform was made by evireform version 1, the code's is 2 \\(2: propagation without the self term"):
+        read_run(root / "runs" / "2wiki20-evireform")
+    got = newest_run(root / "runs", "evireform", "2wikimultihopqa", {"variant": "full"})
+    assert got.name == "2wiki100-evireform-parser-full"                         # not the newer-named but older 2wiki200 run (version 1)
+    with pytest.raises(FileNotFoundError, match="made by an older version: 2wiki20-evireform, 2wiki200-evireform-parser-full"):
+        newest_run(root / "runs", "evireform", "2wikimultihopqa", {"variant": "full", "pool_x": 6})
