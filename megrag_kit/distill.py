@@ -271,10 +271,10 @@ def gold_examples(m: MEGRAG, qs: list[Question]) -> list[dict]:
     for step in range(1, cfg.budget + 1):
         if not active: break
         hits = m.store.search([state[q.qid][1] for q in active], cfg.n_p)
-        if "triples" in m._views(): m.store.extract_triples([p for h in hits for p, _ in h])
+        if "triples" in m.candidate_views(): m.store.extract_triples([p for h in hits for p, _ in h])
         for q, h in zip(active, hits):
             (k, query), g = state[q.qid], graphs[q.qid]
-            cands = collect_candidates(m.store, h, cfg.n_s, cfg.n_t, m._views())
+            cands = collect_candidates(m.store, h, cfg.n_s, cfg.n_t, m.candidate_views())
             d = gold_decision(q, hops[q.qid], k, query, cands, m.levels(), cfg, m.with_relation)
             if d is None:
                 reason = f"step {step}: the sub-answer {hops[q.qid][k][1]!r} is in no candidate shown"
@@ -312,7 +312,7 @@ def trace_examples(m: MEGRAG, q: Question, trace: dict) -> list[dict]:
     g = EvidenceGraph.from_dict(trace)
     cfg, out, prefix = m.config, [], EvidenceGraph(q.question)
     for n in g.nodes:
-        cands = collect_candidates(m.store, [(p, 0.0) for p in n.retrieved], cfg.n_s, cfg.n_t, m._views())
+        cands = collect_candidates(m.store, [(p, 0.0) for p in n.retrieved], cfg.n_s, cfg.n_t, m.candidate_views())
         out.append(dict(qid=q.qid, step=n.step, kind="trajectory", messages=m.policy_prompt(q, n.query, prefix, cands),
                         target=node_target(n, m.with_relation)))
         prefix.add(n)

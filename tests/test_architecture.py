@@ -17,14 +17,25 @@ LAYERS = {
     "foundation": {"core", "jsonl", "data", "gold", "models", "retrievers", "index", "reader", "metrics", "method",
                    "kg"},
     "method": {"baselines", "megrag", "ircot", "iter_retgen", "evireform", "cara"},      # each registers its methods
+    # a method module's pieces, split off it along its seams (see PARTS): they register nothing
+    "part": {"megrag_graph", "megrag_policy", "megrag_summary", "cara_causal", "cara_agents"},
     "tool": {"distill"},                  # built on one named method (see DECLARED), used by the CLI
     "app": {"runner", "report", "viz", "reproduce", "scale", "experiment", "cli"},        # drive methods by name
 }
 LAYER_OF = {m: layer for layer, ms in LAYERS.items() for m in ms}
-MAY_IMPORT = {"foundation": {"foundation"}, "method": {"foundation"}, "tool": {"foundation"}, "app": {"foundation"}}
+MAY_IMPORT = {"foundation": {"foundation"}, "method": {"foundation"}, "part": {"foundation"}, "tool": {"foundation"},
+              "app": {"foundation"}}
+# Each method module's parts, in their order: the method imports (and re-exports) them, a part imports only the
+# parts before it, and nothing else imports a part (a caller imports the method module's names).
+PARTS = {"megrag": ("megrag_graph", "megrag_policy", "megrag_summary"), "cara": ("cara_causal", "cara_agents")}
 
 # Every edge beyond the layer rule, with its reason. Nothing else crosses a layer or connects two peers.
 DECLARED = {
+    **{(m, p): "the method is built on its own part, split off it along a seam (its names re-exported)"
+       for m, ps in PARTS.items() for p in ps},
+    ("megrag_policy", "megrag_graph"): "the policies read the graph, its nodes and the candidates",
+    ("megrag_summary", "megrag_graph"): "the run summary counts the evidence compositions",
+    ("cara_agents", "cara_causal"): "the agents call the causal module after each Neighbors",
     ("distill", "megrag"): "a student of MEGRAG's single policy is trained on MEGRAG's own graph steps",
     **{(m, "runner"): "reads run folders or answers questions through the runner"
        for m in ("report", "viz", "reproduce", "scale")},
@@ -164,6 +175,11 @@ def test_the_method_layer_is_what_the_registry_holds():
 def test_computed_imports_are_only_the_declared_ones():
     _, sites = real_graph()
     assert sites == set(DYNAMIC)
+
+
+def test_the_parts_are_the_part_layer_and_each_has_its_method():
+    assert {p for ps in PARTS.values() for p in ps} == LAYERS["part"] and set(PARTS) <= LAYERS["method"]
+    assert all(p.startswith(f"{m}_") for m, ps in PARTS.items() for p in ps)
 
 
 def test_the_declared_edges_are_all_used():
