@@ -10,6 +10,7 @@ from megrag_kit.data import load_dataset
 from megrag_kit.index import EvidenceStore
 from megrag_kit.kg import KGTools, TextKG, corpus_kg, read_skb, write_skb
 from megrag_kit.method import ConfigError, Resources, build_method
+from megrag_kit import cara_agents
 from megrag_kit.core import Dataset, Question
 from megrag_kit.retrievers import rrf
 from megrag_kit.runner import run
@@ -590,7 +591,7 @@ def test_cost_estimate_and_a_progress_bar_per_agent_step(tmp_path, monkeypatch):
         def close(self):
             ticks.append("closed")
 
-    monkeypatch.setattr(cara, "tqdm", Bar)
+    monkeypatch.setattr(cara_agents, "tqdm", Bar)                     # the agents' loop lives in cara_agents
     CARAAgents(
         KGTools(hand_graph(), tmp_path),
         ScriptedLLM(lambda m: "GlobalSearch: film"),
