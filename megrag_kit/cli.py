@@ -75,6 +75,9 @@ def parse_sets(sets: list[str] | None) -> dict:
     return parse_options(sets, "--set")
 
 # %% ../nbs/99_cli.ipynb #ae78cccf
+_PRECISION_HELP = ("local transformers models' weights and activations: fp32 | bf16 | auto (bf16 on a GPU or a CPU "
+                  "with AVX512-BF16 or AMX, else fp32); the run records it in its model specs (smollm2-135m@bf16)")
+
 def _models(llm_option=None, **given) -> ModelOptions:
     """The command's `ModelOptions` from its flags (`llm_option`: the `--llm-option` items); a bad spec, option, device
     or batch size is refused (exit 2) before any model loads, with the message `ModelOptions` gives."""
@@ -121,7 +124,7 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
         dataset: str = typer.Option("demo", help=f"{' | '.join(DATASETS)} | questions.json[:corpus.json]"),
         limit: int = typer.Option(None, min=1, help="first N questions (N >= 1; default: all)"),
         out: Path = typer.Option(None, help="run folder (default runs/<run name>-<dataset>, plus -<hash of its "
-                                 "questions> for a file)"),
+                                 "questions> for a file, plus -bf16 in bf16)"),
         llm: str = typer.Option("smollm2-135m", help=spec_forms("llm")),
         llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable): think_tokens, "
                                       "extra_body (JSON), timeout, max_retries, api_key, server_stop, "
@@ -129,6 +132,7 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
                                       "that refuses a request field)"),
         embedder: str = typer.Option("minilm", help=spec_forms("embedder")),
         device: str = typer.Option("auto", help="auto | cpu | cuda"),
+        precision: str = typer.Option("fp32", help=_PRECISION_HELP),
         batch_size: int = typer.Option(8, min=1, help="questions per batch (prompts per forward pass; requests in "
                                        "flight to a server)"),
         openie: str = typer.Option("lazy", help="triple view: lazy | eager"),
@@ -139,8 +143,7 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
                                            "passage on a CPU) | parser (spaCy dependency rules, pip extra: parser)"),
         index_type: str = typer.Option("flat", help="faiss passage index: flat (exact) | hnsw | ivf (approximate, for "
                                        "large corpora)"),
-        seed: int = typer.Option(0, min=0),
-        cache: bool = typer.Option(True, help="use the persistent LLM call cache"),
+        seed: int = typer.Option(0, min=0), cache: bool = typer.Option(True, help="use the persistent LLM call cache"),
         data_dir: Path = typer.Option(None, help="benchmark data folder (default: $MEGRAG_KIT_DATA or ../shared/data "
                                       "beside the checkout)"),
         plugin: list[str] = typer.Option(None, help="import this module first (a method of your own; repeatable)")):
@@ -158,15 +161,15 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     store = _store(openie=openie, chunking=chunking, openie_backend=backend, index_type=index_type)
     try: cls = get_method(method); config = cls.Config.from_dict(parse_sets(set_), owner=method)
     except (KeyError, ValueError) as e: raise typer.BadParameter(str(e).strip('"'))    # ConfigError included
-    models = _models(llm_option, llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache)
+    models = _models(llm_option, llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache,
+                     precision=precision)
     if out is not None: check_run_folder(out)
-    set_seed(seed)
-    ds = load_dataset(dataset, data_dir)
+    set_seed(seed); ds = load_dataset(dataset, data_dir)
     res = Resources.of(ds, dataclasses.replace(models, device=resolve_device(device)), store)
-    m = cls(config, res)
+    m, bf16 = cls(config, res), "-bf16" * (models.precision == "bf16")       # a bf16 run's default folder: -bf16
     # a file's name may repeat (a/test.json, b/test.json): a file dataset's default folder carries its questions' hash
     tag = "" if dataset in DATASETS else f"-{dataset_hashes(ds)['questions'][:8]}"
-    out = check_run_folder(out or Path("runs") / f"{m.run_name()}-{ds.name}{tag}")
+    out = check_run_folder(out or Path("runs") / f"{m.run_name()}-{ds.name}{tag}{bf16}")
     if openie_backend == "auto" and "triple" in store_views(m):
         typer.echo(f"OpenIE: {backend} (--openie-backend auto; " + ("spaCy's dependency parse, no LLM calls)" if
                    backend == "parser" else "spaCy is not installed: the LLM's few-shot OpenIE, seconds per passage)"))
@@ -200,6 +203,7 @@ def index(dataset: str = typer.Option("demo"),
           views: str = typer.Option("passage", help="comma list of passage,sentence,triple"),
           llm: str = typer.Option("smollm2-135m", help=spec_forms("llm")),
           embedder: str = typer.Option("minilm", help=spec_forms("embedder")), device: str = typer.Option("auto"),
+          precision: str = typer.Option("fp32", help=_PRECISION_HELP),
           llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable; see run)"),
           chunking: str = typer.Option("truncate", help="truncate | window"),
           openie_backend: str = typer.Option("llm", help="who fills the triple view: llm (the LLM's few-shot OpenIE) | "
@@ -219,7 +223,7 @@ def index(dataset: str = typer.Option("demo"),
     if bad or not vs:
         raise typer.BadParameter(f"--views takes a comma list of passage, sentence, triple; got {views!r}")
     store = _store(chunking=chunking, openie_backend=openie_backend, index_type=index_type)   # lazy: build() counts
-    models = _models(llm_option, llm=llm, embedder=embedder, device=device)
+    models = _models(llm_option, llm=llm, embedder=embedder, device=device, precision=precision)
     ds = load_dataset(dataset, data_dir)
     res = Resources.of(ds, dataclasses.replace(models, device=resolve_device(device)), store)
     store, pids = res.store, None
@@ -493,6 +497,7 @@ def scale_grid(method: list[str] = typer.Option(..., help="a registered method (
                llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable; see run)"),
                embedder: str = typer.Option("minilm", help=spec_forms("embedder")),
                device: str = typer.Option("auto", help="auto | cpu | cuda (each worker resolves it)"),
+               precision: str = typer.Option("fp32", help=_PRECISION_HELP + "; auto is resolved here, on the driver"),
                batch_size: int = typer.Option(8, min=1), openie: str = typer.Option("lazy", help="lazy | eager"),
                chunking: str = typer.Option("truncate", help="truncate | window"),
                openie_backend: str = typer.Option("llm", help="llm | parser"),
@@ -508,7 +513,8 @@ def scale_grid(method: list[str] = typer.Option(..., help="a registered method (
     discover()
     params = _grid_params(method, set_)
     store = _store(openie=openie, chunking=chunking, openie_backend=openie_backend, index_type=index_type)
-    models = _models(llm_option, llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache)
+    models = _models(llm_option, llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache,
+                     precision=precision)
     _need_ray()
     from megrag_kit.scale import run_grid_on_ray
     cells = run_grid_on_ray([(m, params[m]) for m in method], dataset, seed, out_root, limit, models, store, workers,

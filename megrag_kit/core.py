@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DEVICES', 'THREADS_ENV', 'STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError', 'DataWarning',
-           'cache_dir', 'OptionError', 'check_choice', 'check_device', 'resolve_device', 'set_seed', 'busy_cores',
-           'default_threads', 'set_threads', 'thread_settings', 'Heartbeat', 'stable_hash', 'content_words', 'unit_id',
-           'parse_unit_id', 'unit_pid', 'py_parts', 'py_attr']
+__all__ = ['DEVICES', 'PRECISIONS', 'THREADS_ENV', 'STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError',
+           'DataWarning', 'cache_dir', 'OptionError', 'check_choice', 'check_device', 'resolve_device', 'cpu_bf16',
+           'resolve_precision', 'set_seed', 'busy_cores', 'default_threads', 'set_threads', 'thread_settings',
+           'Heartbeat', 'stable_hash', 'content_words', 'unit_id', 'parse_unit_id', 'unit_pid', 'py_parts', 'py_attr']
 
 # %% ../nbs/00_core.ipynb #5a3b7bed
 def _not_shadowed(pkg=__package__):
@@ -134,6 +134,26 @@ def resolve_device(device: str = "auto") -> str:
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise ValueError("device='cuda' asked for but torch sees no GPU")
     return device
+
+# %% ../nbs/00_core.ipynb #607bf83a
+PRECISIONS = ("auto", "fp32", "bf16")
+
+def cpu_bf16() -> list[str]:
+    """The bf16 instruction sets this CPU reports (`amx_bf16`, `avx512_bf16`, from `/proc/cpuinfo`'s flags); `[]`
+    when it has none or the file cannot be read (not Linux)."""
+    try: flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
+    except OSError: return []
+    return [f for f in ("amx_bf16", "avx512_bf16") if f in flags]
+
+def resolve_precision(precision: str = "auto", device: str = "cpu") -> str:
+    """`'fp32'` or `'bf16'`, the precision of a local model's weights and activations for `precision` (one of
+    `PRECISIONS`) on `device` (`cpu`, `cuda`, `cuda:N`, or `auto`, resolved by `resolve_device`): `fp32` and `bf16` as
+    given; `auto` is `bf16` on a GPU and on a CPU with bf16 instructions (`cpu_bf16`), else `fp32` (a CPU without
+    them emulates bf16, slower than fp32). `OptionError` for another value."""
+    check_choice("precision", precision, PRECISIONS)
+    if precision != "auto": return precision
+    gpu = (resolve_device("auto") if device == "auto" else check_device(device)).startswith("cuda")   # not looked for
+    return "bf16" if gpu or cpu_bf16() else "fp32"
 
 # %% ../nbs/00_core.ipynb #6a2e4a85
 def set_seed(seed: int = 0):

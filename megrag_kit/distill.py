@@ -7,7 +7,7 @@ from __future__ import annotations
 import gzip, hashlib, json, math, os, random, re, resource, shutil, time
 from dataclasses import dataclass, asdict, fields as dc_fields, replace
 from pathlib import Path
-from .core import DataError, Dataset, Question, cache_dir, stable_hash, set_seed
+from .core import DataError, Dataset, Question, cache_dir, cpu_bf16, stable_hash, set_seed
 from .data import DATASETS, load_dataset, load_contexts, load_hipporag, shared_data_dir
 from .jsonl import JsonlAppender, read_jsonl
 from .metrics import bootstrap_ci, f1_score, normalize_answer
@@ -23,8 +23,8 @@ __all__ = ['TRAINING_SETS', 'EVAL_SUBSETS', 'DISTILL_DEFAULTS', 'DEFAULT_DATA', 
            'HOP_FIELDS', 'target_text', 'serialize', 'load_training', 'norm_question', 'eval_questions',
            'eval_fingerprints', 'check_fingerprints', 'check_disjoint', 'gold_hops', 'answer_hop', 'gold_selection',
            'gold_decision', 'gold_examples', 'node_target', 'trace_examples', 'teacher_examples', 'distill_config',
-           'collect', 'same_header', 'distill_sets', 'collection_counts', 'read_examples', 'TrainConfig', 'cpu_bf16',
-           'data_hash', 'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'question_subset', 'train',
+           'collect', 'same_header', 'distill_sets', 'collection_counts', 'read_examples', 'TrainConfig', 'data_hash',
+           'lora_targets', 'serialize_examples', 'normalize_adapter_config', 'question_subset', 'train',
            'questions_seen', 'shipped_student', 'learning_curve', 'hop_diagnosis', 'hop_table']
 
 # %% ../nbs/40_distill.ipynb #de197980
@@ -485,12 +485,6 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.kinds: {self.kinds!r} is not a comma-separated choice of "
                              f"{', '.join(EXAMPLE_KINDS)}")
 
-def cpu_bf16() -> list[str]:
-    """The bf16 instruction sets this CPU reports (`amx_bf16`, `avx512_bf16`, from `/proc/cpuinfo`'s flags); `[]`
-    when it has none or the file cannot be read (not Linux): then `TrainConfig(bf16=None)` trains in fp32."""
-    try: flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
-    except OSError: return []
-    return [f for f in ("amx_bf16", "avx512_bf16") if f in flags]
 
 
 # %% ../nbs/40_distill.ipynb #687a4b42

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 from fastcore.basics import patch
 from .core import Dataset, Question, py_attr
 from .models import (ChatModel, Cost, Embedder, ModelOptions, check_llm_options, cost_phase, load_llm,
-                               load_embedder, parse_model_spec)
+                               load_embedder, parse_model_spec, spec_precision)
 from .index import EvidenceStore, StoreOptions
 from .reader import Reader
 
@@ -186,6 +186,7 @@ class Resources:
             so.openie, so.root, so.chunking, so.openie_backend, so.index_type)
         spec = lambda x: x if isinstance(x, str) or x is None else getattr(x, "model_id", type(x).__name__)
         self.llm_spec, self.embedder_spec = spec(llm), spec(embedder)
+        self._named = {k for k, x in (("llm", llm), ("embedder", embedder)) if isinstance(x, str)}  # not objects
         self.llm_options = (check_llm_options(self.llm_spec, llm_options) if isinstance(self.llm_spec, str)
                             else dict(llm_options or {}))
         if llm is not None and not isinstance(llm, str): self.__dict__["llm"] = llm
@@ -220,8 +221,13 @@ class Resources:
 # %% ../nbs/07_method.ipynb #815a103b
 @patch
 def manifest(self: Resources) -> dict:
-    "What a run folder's `run.json` records of these resources: `device`, the store's `manifest()`, `llm_options`."
-    return dict(device=self.device, **self.store_options.manifest(), llm_options=self.llm_options)
+    """What a run folder's `run.json` records of these resources: `device`, the store's `manifest()`, `llm_options`
+    and `precision`, `{llm, embedder}` of the local transformers models (`spec_precision`: `fp32`, `bf16`, `fp16`;
+    absent for a server, a llama.cpp GGUF, an object or no model)."""
+    prec = {k: p for k, s in (("llm", self.llm_spec), ("embedder", self.embedder_spec))
+            if k in self._named and (p := spec_precision(s, k))}
+    return dict(device=self.device, **self.store_options.manifest(), llm_options=self.llm_options,
+                **({"precision": prec} if prec else {}))
 
 @patch
 def loaded(self: Resources) -> dict:

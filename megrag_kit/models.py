@@ -10,7 +10,8 @@ from dataclasses import dataclass, asdict, field
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
-from .core import cache_dir, check_device, py_attr, py_parts, resolve_device, stable_hash
+from .core import (cache_dir, check_device, py_attr, py_parts, resolve_device, resolve_precision,
+                             stable_hash)
 
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS_END', 'MODEL_FILES', 'WRITER_KEYS', 'SMOLLM2_GGUF', 'TRANSIENT_STATUS', 'RESPONSE_FORMATS',
@@ -21,8 +22,8 @@ __all__ = ['SPECIAL_TOKENS_END', 'MODEL_FILES', 'WRITER_KEYS', 'SMOLLM2_GGUF', '
            'HFChatModel', 'proxy_for', 'retryable_status', 'fold_system', 'OpenAIChatModel', 'parse_json',
            'json_present', 'parse_structured', 'structured', 'Embedder', 'minilm_path', 'STEmbedder', 'OpenAIEmbedder',
            'spec_forms', 'spec_table', 'ModelSpec', 'parse_model_spec', 'check_llm_options', 'check_model_spec',
-           'load_llm', 'load_embedder', 'build_model', 'ModelOptions', 'gguf_file', 'anchored_patterns',
-           'LlamaCppChatModel', 'adapter_hash', 'rope_permute', 'lora_to_gguf', 'load_student']
+           'load_llm', 'with_precision', 'spec_precision', 'load_embedder', 'build_model', 'ModelOptions', 'gguf_file',
+           'anchored_patterns', 'LlamaCppChatModel', 'adapter_hash', 'rope_permute', 'lora_to_gguf', 'load_student']
 
 # %% ../nbs/02_models.ipynb #639aa653
 @dataclass
@@ -1022,7 +1023,9 @@ MODEL_SPECS = (  # (form, kinds it names, where it is accepted, what it loads): 
     ("BASE+lora:PATH", ("llm",), "everywhere",
      "a distilled student: the LLM spec BASE with the LoRA adapter in PATH (merged in; for a llama.cpp BASE such "
      "as `smollm2-135m@llamacpp`, applied at run time) (`load_student`)"),
-    ("SPEC@bf16", ("embedder",), "everywhere", "a local embedder spec above in bfloat16 (`@fp16`: float16)"),
+    ("SPEC@bf16", ("llm", "embedder"), "everywhere",
+     "a local transformers LLM or embedder spec above (`smollm2-135m`, `hf:/path`, `minilm`, `st:/path`; a student's "
+     "BASE) with bfloat16 weights and activations (`@fp32`, `@fp16`: float32, float16; no suffix: float32)"),
     ("py:module:Name", ("llm", "embedder"), "everywhere",
      "`Name()` from a module on `sys.path` or in the working directory: a stand-in model of your own (`py_attr`)"),
 )
@@ -1045,7 +1048,7 @@ def spec_table() -> str:
 NAMED_MODELS = {"llm": {"smollm2-135m": "smollm2-135m", "smollm2": "smollm2-135m"},    # spec: its canonical name
                 "embedder": {"minilm": "minilm", "all-minilm-l6-v2": "minilm"}}
 LLAMACPP_SUFFIX = "@llamacpp"                                  # an LLM spec run by llama.cpp
-EMBEDDER_DTYPES = {"@bf16": "bfloat16", "@fp16": "float16"}   # an embedder spec's precision suffixes
+EMBEDDER_DTYPES = {"@bf16": "bfloat16", "@fp16": "float16", "@fp32": "float32"}   # a local spec's precision suffixes
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -1071,10 +1074,12 @@ class ModelSpec:
 def parse_model_spec(spec: str, kind: str = "llm") -> ModelSpec:
     """`spec` read as an LLM (`kind='llm'`) or embedder (`kind='embedder'`) spec in the grammar of `MODEL_SPECS`, the
     one reader of model strings: `py:module:Name`, `openai:URL#MODEL`, `BASE+lora:PATH` and `SPEC@llamacpp` (LLMs),
-    `SPEC@bf16` / `SPEC@fp16` (embedders), the named offline models (`NAMED_MODELS`), `hf:/path` (and `st:/path`
-    for an embedder) or a bare path. Nothing is loaded and no folder is looked at (`check_model_spec` does that).
+    `SPEC@bf16` / `@fp16` / `@fp32` (local models), the named offline models (`NAMED_MODELS`), `hf:/path` (and
+    `st:/path` for an embedder) or a bare path. Nothing is loaded and no folder is looked at (`check_model_spec` does
+    that).
     `ValueError` for an unknown `kind`, a spec that is not a non-empty string, an `openai:` spec without `URL#MODEL`,
-    a `py:` spec without `module:Name`, or a `+lora:` spec without its base or folder."""
+    a `py:` spec without `module:Name`, a `+lora:` spec without its base or folder, or a precision suffix on a
+    server's, a GGUF's or a `py:` spec."""
     if kind not in ("llm", "embedder"): raise ValueError(f"kind must be llm|embedder, got {kind!r}")
     if not isinstance(spec, str) or not spec: raise ValueError(f"a {kind} spec is a non-empty string, got {spec!r}")
     local = "hf" if kind == "llm" else "st"
@@ -1093,9 +1098,13 @@ def parse_model_spec(spec: str, kind: str = "llm") -> ModelSpec:
     if kind == "llm" and spec.endswith(LLAMACPP_SUFFIX):
         b = parse_model_spec(spec[:-len(LLAMACPP_SUFFIX)], kind)
         return ModelSpec(spec, kind, "llamacpp", "llamacpp", name=b.name, path=b.path, base=b)
-    for suffix, dtype in (EMBEDDER_DTYPES.items() if kind == "embedder" else ()):
+    for suffix, dtype in EMBEDDER_DTYPES.items():
         if spec.endswith(suffix):
             b = parse_model_spec(spec[:-len(suffix)], kind)
+            if b.backend not in ("hf", "st"):
+                raise ValueError(f"{kind} spec {spec!r}: a precision suffix ({', '.join(EMBEDDER_DTYPES)}) "
+                                 "applies to a local transformers model (smollm2-135m, hf:/path, minilm, st:/path), "
+                                 f"not to {b.spec!r}")
             return ModelSpec(spec, kind, b.form, b.backend, name=b.name, path=b.path, base=b, dtype=dtype)
     if spec in NAMED_MODELS[kind]: return ModelSpec(spec, kind, "named", local, name=NAMED_MODELS[kind][spec])
     if spec.startswith(("hf:",) if kind == "llm" else ("st:", "hf:")):
@@ -1175,12 +1184,18 @@ def load_llm(spec: str = "smollm2-135m", device: str = "auto", **kw) -> ChatMode
     a GGUF run by llama.cpp (`LlamaCppChatModel`), a distilled student (`load_student`) or a model of your own
     (`py:module:Name`: `Name()`, built without the keywords). `device` is auto|cpu|cuda (ignored for a server);
     extra keywords (`cache`, `batch_size`, `dtype`, `concurrency`, and the `LLM_OPTIONS`) go to the backend.
-    `ValueError` for an unknown spec."""
+    A transformers model loads in float32 on any device, or in the precision its spec names (`smollm2-135m@bf16`:
+    bfloat16 weights and activations; `@fp32`, `@fp16`); its `model_id` holds the dtype, so the precisions never share
+    cached calls or run folders. `ValueError` for an unknown spec."""
     p = parse_model_spec(spec, "llm")
     if p.form == "py": return py_attr(spec, "LLM spec")()
     if p.form == "openai": return OpenAIChatModel(p.url, p.name, **kw)  # device: the server's business
     if p.form == "lora": return load_student(spec, device, **kw)       # its id includes the adapter hash
     if p.form == "llamacpp": return _load_llamacpp(spec, device, **kw)
+    if "dtype" not in kw:                   # float32 unless the spec names a precision, on every device
+        import torch
+        kw["dtype"] = getattr(torch, p.dtype or "float32")
+    if p.dtype: p = p.base
     if p.form == "named": return HFChatModel(smollm2_path(), device, model_id="smollm2-135m-instruct-q4_1", **kw)
     if not Path(p.path).is_dir(): raise ValueError(f"unknown LLM spec {spec!r}: use one of {spec_forms('llm', ', ')}")
     return HFChatModel(p.path, device, **kw)
@@ -1192,6 +1207,35 @@ def _embedder_dtype(spec: str) -> tuple[str, str | None]:
     p = parse_model_spec(spec, "embedder")
     return (p.base.spec, p.dtype) if p.dtype else (spec, None)
 
+
+# %% ../nbs/02_models.ipynb #b377dc10
+_PRECISION_OF = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+def _local_spec(spec: str | None, kind: str) -> ModelSpec | None:
+    "The parsed local transformers spec under `spec` (a student's base), or `None` for no model or another backend."
+    if spec is None: return None
+    p = parse_model_spec(spec, kind)
+    b = p.base if p.form == "lora" else p
+    return b if b.backend in ("hf", "st") else None
+
+def with_precision(spec: str | None, kind: str, precision: str) -> str | None:
+    """`spec` (of a model of `kind`, `llm` or `embedder`) in `precision` (`fp32` or `bf16`, as `resolve_precision`
+    gives it): `bf16` adds `@bf16` to a local transformers spec that names no precision (`smollm2-135m` ->
+    `smollm2-135m@bf16`, `minilm` -> `minilm@bf16`; a student `BASE+lora:PATH` -> `BASE@bf16+lora:PATH`); `fp32` adds
+    nothing (a spec without a suffix loads in float32), so fp32 specs, and the identities of the runs made before
+    precision was a setting, stay as they were. Returned unchanged: `None`, a server's (`openai:`) or a llama.cpp
+    GGUF's spec (its own kernels), a `py:` stand-in and a spec that names its precision already (`minilm@fp32`).
+    `ValueError` for another `precision`."""
+    if precision not in ("fp32", "bf16"): raise ValueError(f"precision must be fp32 or bf16, got {precision!r}")
+    b = _local_spec(spec, kind)
+    if b is None or b.dtype or precision == "fp32": return spec
+    return f"{b.spec}@bf16+lora:{spec.partition('+lora:')[2]}" if b.spec != spec else f"{spec}@bf16"
+
+def spec_precision(spec: str | None, kind: str) -> str | None:
+    """The precision a local transformers spec loads in: `bf16`, `fp16` or `fp32` (no suffix); `None` for no model, a
+    server, a llama.cpp GGUF or a `py:` stand-in."""
+    b = _local_spec(spec, kind)
+    return None if b is None else _PRECISION_OF[b.dtype or "float32"]
 
 # %% ../nbs/02_models.ipynb #533e3fed
 def load_embedder(spec: str = "minilm", device: str = "auto", **kw) -> Embedder:
@@ -1229,13 +1273,18 @@ class ModelOptions:
     the backend keywords of `LLM_OPTIONS`, checked and converted by `check_llm_options` (strings from a command line
     become numbers, booleans, JSON); `device`: auto|cpu|cuda|cuda:N (`check_device`; resolved where the models load);
     `batch_size` (>= 1): prompts per forward pass of a local model, requests in flight to a server; `cache`: the
-    persistent LLM call cache. `megrag_kit.method.Resources.of(dataset, models, store)` builds a run's resources."""
+    persistent LLM call cache; `precision`: `fp32` (the default), `bf16` or `auto` (`bf16` on a GPU or a CPU with
+    bf16 instructions, else `fp32`; `resolve_precision`), resolved when the object is made, on this machine, and
+    written into the local specs that name no precision of their own (`with_precision`: `smollm2-135m@bf16`), so
+    the specs a run records, and the model identities, say it; the field then holds the resolved value.
+    `megrag_kit.method.Resources.of(dataset, models, store)` builds a run's resources."""
     llm: str | None = "smollm2-135m"
     embedder: str | None = "minilm"
     llm_options: dict = field(default_factory=dict)
     device: str = "auto"
     batch_size: int = 8
     cache: bool = True
+    precision: str = "fp32"
 
     def __post_init__(self):
         for kind in ("llm", "embedder"):
@@ -1247,6 +1296,9 @@ class ModelOptions:
         if self.llm is not None: opts = check_llm_options(self.llm, opts)
         object.__setattr__(self, "llm_options", opts)
         check_device(self.device)
+        p = resolve_precision(self.precision, self.device)                         # OptionError for a bad value
+        object.__setattr__(self, "precision", p)
+        for kind in ("llm", "embedder"): object.__setattr__(self, kind, with_precision(getattr(self, kind), kind, p))
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch_size must be an int >= 1, got {self.batch_size!r}")
 

@@ -153,6 +153,23 @@ def test_a_new_method_runs_from_the_cli_without_touching_it(demo, tmp_path):
     assert "toy_word_count" in CliRunner().invoke(app, ["methods"]).output
 
 
+def test_precision_is_chosen_at_run_time_and_recorded(demo, tmp_path, monkeypatch):
+    "--precision bf16: the specs a run records name it, its default folder ends in -bf16; a bad value is refused."
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["run", "toy_word_count", "--dataset", "demo", "--limit", "1", "--precision", "half"])
+    assert r.exit_code == 2 and "precision must be auto|fp32|bf16, got 'half'" in flat(r.output), r.output
+    r = CliRunner().invoke(app, ["run", "toy_word_count", "--dataset", "demo", "--limit", "1", "--precision", "bf16"])
+    assert r.exit_code == 0, r.output
+    mf = json.loads((tmp_path / "runs" / "toy_word_count-demo-bf16" / "run.json").read_text())
+    assert (mf["llm"], mf["embedder"], mf["precision"]) == ("smollm2-135m@bf16", "minilm@bf16", {"llm": "bf16", "embedder": "bf16"})
+    r = CliRunner().invoke(app, ["run", "toy_word_count", "--dataset", "demo", "--limit", "1"])       # fp32, the default
+    mf = json.loads((tmp_path / "runs" / "toy_word_count-demo" / "run.json").read_text())
+    assert r.exit_code == 0 and (mf["llm"], mf["embedder"], mf["precision"]) == ("smollm2-135m", "minilm", {"llm": "fp32", "embedder": "fp32"})
+    r = CliRunner().invoke(app, ["run", "toy_word_count", "--dataset", "demo", "--limit", "1", "--precision", "bf16",
+                                 "--out", str(tmp_path / "runs" / "toy_word_count-demo")])     # never resumes an fp32 run
+    assert r.exit_code == 2 and "llm: 'smollm2-135m' in the folder, 'smollm2-135m@bf16' now" in flat(r.output), r.output
+
+
 def test_a_plugin_module_registers_a_method(demo, tmp_path, monkeypatch):
     (tmp_path / "my_lab_methods.py").write_text(textwrap.dedent('''
         from megrag_kit.method import Answer, Method, register

@@ -268,6 +268,43 @@ def test_embedder_precision_suffix():
     with pytest.raises(ValueError, match="unknown embedder spec 'nope'"): check_model_spec("nope@bf16", "embedder")
 
 
+def test_precision_setting_resolves_into_the_specs(monkeypatch):
+    "auto is bf16 only where the CPU has bf16 instructions; fp32 leaves every spec, and so every identity, as it was."
+    from megrag_kit import core
+    from megrag_kit.method import Resources
+    from megrag_kit.models import ModelOptions, spec_precision, with_precision
+    for flags, want in (([], "fp32"), (["avx512_bf16"], "bf16"), (["amx_bf16", "avx512_bf16"], "bf16")):
+        monkeypatch.setattr(core, "cpu_bf16", lambda f=flags: f)
+        mo = ModelOptions(device="cpu", precision="auto")
+        sfx = "@bf16" if want == "bf16" else ""
+        assert (mo.precision, mo.llm, mo.embedder) == (want, "smollm2-135m" + sfx, "minilm" + sfx)
+    assert ModelOptions(device="cpu") == ModelOptions(device="cpu", precision="fp32")       # the default: fp32
+    assert ModelOptions(device="cpu").llm == "smollm2-135m" and ModelOptions(device="cpu").embedder == "minilm"
+    assert ModelOptions(device="cuda", precision="auto").precision == "bf16"               # a GPU: bf16, not looked for
+    mo = ModelOptions(llm="smollm2-135m@llamacpp", embedder="minilm@fp32", device="cpu", precision="bf16")
+    assert (mo.llm, mo.embedder) == ("smollm2-135m@llamacpp", "minilm@fp32")     # a GGUF, a spec naming its own: kept
+    with pytest.raises(ValueError, match=re.escape("precision must be auto|fp32|bf16, got 'half'")):
+        ModelOptions(precision="half")
+    assert with_precision("smollm2-135m+lora:/a", "llm", "bf16") == "smollm2-135m@bf16+lora:/a"
+    assert [spec_precision(s, "llm") for s in ("smollm2-135m", "smollm2-135m@bf16", "openai:http://x/v1#m")] == ["fp32", "bf16", None]
+    assert check_model_spec("smollm2-135m@bf16") == "smollm2-135m@bf16" and check_model_spec("smollm2-135m@fp32") == "smollm2-135m@fp32"
+    with pytest.raises(ValueError, match="applies to a local transformers model"): check_model_spec("smollm2-135m@llamacpp@bf16")
+    ds = load_dataset("demo")
+    assert Resources(ds, "smollm2-135m@bf16", "minilm").manifest()["precision"] == {"llm": "bf16", "embedder": "fp32"}
+    assert "precision" not in Resources(ds, "openai:http://x/v1#m", None).manifest()
+
+
+@pytest.mark.slow
+def test_bf16_llm_is_a_model_of_its_own(smollm):
+    "smollm2-135m@bf16: bfloat16 weights, its own model_id (never the fp32 model's cached calls), a usable answer."
+    import torch
+    b = load_llm("smollm2-135m@bf16", "cpu", cache=False)
+    assert b.model.dtype == torch.bfloat16 and smollm.model.dtype == torch.float32 and b.model_id != smollm.model_id
+    assert b.model_id.startswith("smollm2-135m-instruct-q4_1@")
+    g = b.generate(["What is the capital of France? Answer in one word."], max_new_tokens=8)[0]
+    assert "paris" in g.text.lower() and g.prompt_tokens > 10
+
+
 @needs_llamacpp
 @pytest.mark.slow
 def test_llamacpp_backend_prompt_schema_and_cache(smollm, tmp_path):

@@ -32,6 +32,8 @@ BENCHMARKS = {
     # outside the suite: each run by name
     "foundation": ({}, [f"{S}/bench_foundation.py"], False),
     "megrag": ({}, [f"{S}/bench_megrag.py"], False),
+    "bf16": ({"OMP_NUM_THREADS": "1"}, [f"{S}/bench_bf16.py", "--timed", "2", "--agree", "8", "--passages", "256",
+                                         "--out", f"{R}/bf16.md"], False),
     "chunking": ({"OMP_NUM_THREADS": "1"}, [f"{S}/bench_chunking.py", "--out", f"{R}/chunking.md"], False),
     "kg": ({}, [f"{S}/bench_kg.py", "--nodes", "200000", "--edges", "2000000"], False),
     "first_runs": ({}, [f"{S}/bench_first_runs.py", "--out", f"{R}/first_runs.md"], False),
