@@ -106,7 +106,7 @@ def test_grid_on_ray_gives_the_single_process_predictions(local_ray, tmp_path):
         res = Resources(ds, "smollm2-135m", "minilm", device="cpu", cache=False)
         set_seed(0)
         run(build_method(m, {}, res), ds, tmp_path / "single" / m, limit=10, batch_size=8, seed=0, show_progress=False,
-            manifest=dict(device="cpu", chunking="truncate", openie_backend="llm", index_type="flat", llm_options={}))   # what `run` writes
+            manifest=res.manifest())                                           # what `run` writes
     cells = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=10,
                             models=ModelOptions(device="cpu", cache=False),
                             workers=2, show_progress=False, timeout_s=1200)
