@@ -15,7 +15,7 @@ from .retrievers import IndexMismatchError
 from .method import ConfigError, Resources, discover, get_method
 from .reproduce import EXPERIMENTS
 from .runner import (RunLockedError, RunMismatchError, check_run_folder, compare_runs, dataset_hashes,
-                     format_summary, run as run_questions)
+                     format_summary, read_predictions, run as run_questions)
 from .report import report as report_md
 
 # %% auto #0
@@ -412,7 +412,6 @@ def distill_hops(runs: list[Path] = typer.Argument(..., help="finished MEGRAG ru
     """For each run, a Markdown table of where its trajectories go wrong hop by hop (`distill.hop_diagnosis`): step k
     against gold hop k, retrieved, cited, read, stopped."""
     from .distill import hop_diagnosis, hop_table
-    from .jsonl import read_jsonl
     datasets = {}
     for run in runs:
         if not (run / "run.json").is_file(): raise DataError("not a finished run: no run.json", file=run)
@@ -421,7 +420,7 @@ def distill_hops(runs: list[Path] = typer.Argument(..., help="finished MEGRAG ru
         if not name: raise DataError("no dataset recorded", file=run / "run.json", field="dataset")
         if name not in datasets: datasets[name] = load_dataset(name, data_dir)
         ds = datasets[name]
-        rows = read_jsonl(run / "predictions.jsonl")
+        rows = read_predictions(run / "predictions.jsonl")          # the latest row per question of a resumed run
         typer.echo(f"## {run} ({len(rows)} questions, {name})\n")
         diag = hop_diagnosis(rows, {q.qid: q for q in ds.questions}, ds.corpus)
         typer.echo((hop_table(diag) if diag else "no question of this run has gold hops (a MuSiQue decomposition or "

@@ -805,16 +805,16 @@ def shipped_student(llm: str = "smollm2-135m") -> str | None:
     return f"smollm2-135m+lora:{d}"
 
 # %% ../nbs/40_distill.ipynb #2dfee153
-def learning_curve(points: list[tuple[str, str | None, str]], metrics=("f1", "recall@10")) -> list[dict]:
-    """One row per point `(label, adapter folder or None for the untrained base model, run folder)`: the training
+def learning_curve(points: list[tuple[str, str | None, list[dict]]], metrics=("f1", "recall@10")) -> list[dict]:
+    """One row per point `(label, adapter folder or None for the untrained base model, the run's prediction rows, as
+    `runner.read_predictions` reads them)`: the training
     questions the adapter had seen (`questions_seen` of its manifest, else rebuilt by `questions_seen`; 0 for the base
     model), its epochs and steps, the number of questions the run answered and, per metric in `metrics`, the mean in
     percent with its 95% bootstrap interval (`METRIC`, `METRIC_lo`, `METRIC_hi`). Compare points on the same questions
-    (the function does not check it). `DataError` naming a run folder without predictions."""
+    (the function does not check it). `ValueError` naming the point when it has no prediction rows."""
     rows = []
-    for label, adapter, run in points:
-        preds = read_jsonl(Path(run) / "predictions.jsonl")
-        if not preds: raise DataError("no predictions", file=Path(run) / "predictions.jsonl")
+    for label, adapter, preds in points:
+        if not preds: raise ValueError(f"learning curve point {label!r}: no prediction rows")
         man = json.loads((Path(adapter) / "manifest.json").read_text()) if adapter else {}
         seen = man["questions_seen"] if "questions_seen" in man else questions_seen(adapter) if adapter else 0
         row = dict(label=label, questions_seen=seen, epochs=man.get("epochs", 0), steps=man.get("steps", 0),
