@@ -17,10 +17,31 @@ def test_readme_is_generated_from_index():
 
 
 def test_readme_keeps_the_test_command_ci_runs():
+    "The README's second command is what CI runs; the Python API example lives in the guide (nbs/guide.ipynb)."
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "```bash\nbash tools/test.sh\n```" in readme
+    assert "```bash\nbash tools/setup.sh && .venv/bin/megrag-kit reproduce --profile demo\n```" in readme
     assert "bash tools/test.sh" in (ROOT / ".ci" / "run").read_text()
-    for api in ("load_dataset(", "Resources(", "res.store.search(", "build_method(", "read_predictions("): assert api in readme
+    guide = docs.readme_text(ROOT / "nbs" / "guide.ipynb")
+    for api in ("load_dataset(", "Resources(", "res.store.search(", "build_method(", "read_predictions("): assert api in guide
+
+
+README_MAX_LINES = 200
+
+
+def test_readme_is_short_and_points_to_the_pages_that_hold_the_rest():
+    "Issue 37: the README says what the kit is, the two commands, one result table and where to read on."
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = readme.splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines (at most {README_MAX_LINES})"
+    assert [l for l in lines if l.startswith("## ")] == ["## Two commands", "## One result: the first 100 2Wiki questions",
+                                                          "## Where to read on"]
+    assert len([l for l in lines if l.startswith("|---")]) == 1                         # one table
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme):                  # every link resolves on GitHub
+        if not re.match(r"^(https?|mailto):", target): assert (ROOT / target).exists(), target
+    for page in ("quickstart", "guide", "results", "80_tutorial"): assert f"](nbs/{page}.ipynb)" in readme
+    assert {"guide", "results"} <= set(docs.STORED) and all(
+        p in docs.SECTIONS[0][1] for p in ("guide", "results"))                        # pages of the site's Start
 
 
 def test_docs_script_runs_itself_again_under_the_kits_python(tmp_path, monkeypatch, capsys):
@@ -260,13 +281,29 @@ def _md_table(lines: list[str], start: int) -> list[str]:
     return lines[i:j]
 
 
-def test_readme_tables_equal_the_files_the_reproduction_writes():
-    "Each README table introduced by `(table: `runs/reproduce-demo/tables/NAME.md`)` is that file's table, row for row; the 2Wiki-100 table is one of them."
-    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-    marks = [(i, m) for i, l in enumerate(readme) for m in re.findall(r"\(table: `(runs/reproduce-demo/tables/[\w.-]+\.md)`\)", l)]
-    assert {"runs/reproduce-demo/tables/megrag_2wiki100.md", "runs/reproduce-demo/tables/megrag_2wiki100_paired.md"} <= {m for _, m in marks}
+TABLE_PAGES = ("README.md", "nbs/guide.ipynb", "nbs/results.ipynb")   # where the README's former tables now live
+
+
+def _doc_lines(name: str) -> list[str]:
+    "README.md as committed, or a page notebook's text as the README generator gives it."
+    f = ROOT / name
+    return (f.read_text(encoding="utf-8") if f.suffix == ".md" else docs.readme_text(f)).splitlines()
+
+
+@pytest.mark.parametrize("name", TABLE_PAGES)
+def test_readme_tables_equal_the_files_the_reproduction_writes(name):
+    """Each table of the README, the guide or the results page introduced by
+    `(table: `runs/reproduce-demo/tables/NAME.md`)` is that file's table, row for row; the README shows the 2Wiki-100
+    table, the results page it and its paired differences."""
+    lines = _doc_lines(name)
+    marks = [(i, m) for i, l in enumerate(lines) for m in re.findall(r"\(table: `(runs/reproduce-demo/tables/[\w.-]+\.md)`\)", l)]
+    want = {"README.md": {"runs/reproduce-demo/tables/megrag_2wiki100.md"},
+            "nbs/results.ipynb": {"runs/reproduce-demo/tables/megrag_2wiki100.md",
+                                  "runs/reproduce-demo/tables/megrag_2wiki100_paired.md"}}.get(name, set())
+    assert want <= {m for _, m in marks}
     for i, m in marks:
-        assert _md_table(readme, i + 1) == _md_table((ROOT / m).read_text(encoding="utf-8").splitlines(), 0), m
-    w2 = _md_table(readme, next(i for i, m in marks if m.endswith("megrag_2wiki100.md")) + 1)
-    assert any("25.59 [18.00, 33.81]" in l and "runs/2wiki100-megrag-cascade" in l for l in w2)     # the newest MEGRAG run
-    assert "+9.80" not in "\n".join(readme) and "17.98" not in "\n".join(readme)                  # no number without a source
+        assert _md_table(lines, i + 1) == _md_table((ROOT / m).read_text(encoding="utf-8").splitlines(), 0), m
+    if want:
+        w2 = _md_table(lines, next(i for i, m in marks if m.endswith("megrag_2wiki100.md")) + 1)
+        assert any("25.59 [18.00, 33.81]" in l and "runs/2wiki100-megrag-cascade" in l for l in w2)  # the newest MEGRAG run
+    assert "+9.80" not in "\n".join(lines) and "17.98" not in "\n".join(lines)                    # no number without a source

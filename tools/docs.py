@@ -13,9 +13,10 @@ The site is built in three steps, each kept in _build/ (git-ignored) so that a s
 1. Every notebook of nbs/ gets its outputs. The notebooks are committed without most outputs, so each is executed
    the way `nbdev_test` runs it (execnb; cells flagged `slow` never run, cells flagged `data` only when the benchmark
    data is there) and the executed copy is cached in _build/exec/ under a key of the notebook, the package source and
-   the data flag. Three kinds are not executed: nbs/index.ipynb and nbs/80_tutorial.ipynb are shown with their stored
-   outputs (the README's example and the lesson as run), and the experiment notebooks nbs/5x_*.ipynb are shown as
-   the committed reproduction executed them (runs/reproduce-demo/notebooks/), so their pages carry its figures.
+   the data flag. Three kinds are not executed: nbs/index.ipynb (the README), nbs/guide.ipynb, nbs/results.ipynb and
+   nbs/80_tutorial.ipynb are shown with their stored outputs (the guide's Python API example and the lesson as run),
+   and the experiment notebooks nbs/5x_*.ipynb are shown as the committed reproduction executed them
+   (runs/reproduce-demo/notebooks/), so their pages carry its figures.
 2. Each executed notebook becomes one Markdown page in _build/docs/: markdown cells as they are (math in `$...$` and
    `$$...$$`), code cells as code blocks followed by their outputs (text, tables, HTML, images written beside the
    page), `#| hide` cells left out, and each `show_doc(X)` cell replaced by the API entry of `X` rendered from its
@@ -37,12 +38,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NBS, DOCS, BUILD = ROOT / "nbs", ROOT / "_docs", ROOT / "_build"
-STORED = {"index", "80_tutorial"}                       # shown with the outputs committed in the notebook
+STORED = {"index", "guide", "results", "80_tutorial"}  # shown with the outputs committed in the notebook
 REPRODUCTION = ROOT / "runs" / "reproduce-demo"        # the committed `megrag-kit reproduce --profile demo`
 PUBLISHED = ROOT / "figures" / "reproduce-demo"              # its figures, copied there by the same command
 EXPLORER_RUN = ROOT / "runs" / "2wiki21-megrag-full-seam"
 _HIDE = re.compile(r"^#\|\s*(hide|include:\s*false|echo:\s*false)\s*$", re.M)
-SECTIONS = [("Start", ["index", "quickstart", "80_tutorial", "explorer", "figures"]),
+SECTIONS = [("Start", ["index", "quickstart", "guide", "results", "80_tutorial", "explorer", "figures"]),
             ("Foundation", r"^0\d"), ("Methods", r"^[1-4]\d"), ("Experiments", r"^5\d"), ("Tools", r"^9\d")]
 
 
