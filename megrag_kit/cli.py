@@ -285,6 +285,10 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
                                                    "(repeatable; see run; not api_key: set $OPENAI_API_KEY), e.g. "
                                                    "extra_body='{\"chat_template_kwargs\": {\"enable_thinking\": "
                                                    "false}}'"),
+              student: str = typer.Option(None, help="the distilled MEGRAG student (--param student=SPEC): "
+                                          "BASE+lora:ADAPTER, or the LoRA module a served --llm's server serves, "
+                                          "openai:URL#NAME (vllm serve BASE --enable-lora --lora-modules "
+                                          "NAME=ADAPTER)"),
               embedder: str = typer.Option(None, help="override the profile's embedder: "
                                            + spec_forms("embedder", reproduce=True)),
               limit: int = typer.Option(None, min=1, help="override the profile's number of questions"),
@@ -306,14 +310,18 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
     backend does not take (checked before any notebook starts, loading nothing), 3 for a dry run that found runs
     to answer.
 
-    With a GPU or a served model the paper profile is one command: `--profile paper --llm openai:URL#MODEL
-    [--llm-option NAME=VALUE]` or `--llm hf:/folder --device cuda`; every notebook loads that model."""
+    With a GPU or a served model the paper profile is one command: `--profile paper --llm openai:URL#MODEL --student
+    openai:URL#NAME [--llm-option NAME=VALUE]` (vLLM serving the student as NAME beside MODEL) or `--llm hf:/folder
+    --student hf:/folder+lora:ADAPTER --device cuda`; every notebook loads that model (without a student the distilled
+    rows say "not run"; the default: the kit's adapter when the LLM is its base); no table reads a committed run made
+    with other models."""
     from megrag_kit.reproduce import ExperimentError, reproduce as run_all
     extra = {}
     for k, v in parse_options(param, "--param").items():
         try: extra[k] = json.loads(v)
         except json.JSONDecodeError: extra[k] = v
-    for k, v in (("llm", llm), ("embedder", embedder), ("limit", limit), ("device", device)):
+    given = dict(llm=llm, student=student, embedder=embedder, limit=limit, device=device)
+    for k, v in given.items():
         if v is not None: extra[k] = v
     if llm_option: extra["llm_options"] = {**extra.get("llm_options", {}), **parse_options(llm_option, "--llm-option")}
     try: done = run_all(profile, only or None, extra, out, check=check, dry_run=dry_run)

@@ -285,6 +285,30 @@ def other_models(self: Experiment, manifest: dict, dataset: str | None = None) -
         if loaded is None or getattr(self.resources(dataset or p["dataset"]), k).model_id != loaded[k]: out.append(k)
     return out
 
+@patch
+def not_read(self: Experiment, manifest: dict, read_committed: str = "same_models",
+             dataset: str | None = None) -> str:
+    """Why a table of this notebook may not read the committed run whose `run.json` (or summary `manifest`) is
+    `manifest`; `""` when it may. `read_committed` (a notebook parameter): `always` reads every committed run (the
+    fast tests' stand-ins); `same_models` reads one when this notebook's LLM and embedder are both the kit's shipped
+    models (`SHIPPED_SPECS`: the committed runs are the kit's own evidence, each row naming its run, whose `run.json`
+    names its models), else only a run made with this notebook's models, by identity (`model_id` on `dataset`, as
+    `other_models`): a kind the run names a spec for but recorded no identity of (a run answered from the call cache
+    loads no model) counts as another model, so that a reproduction with another model (`reproduce --llm ...`) never
+    shows a run of another model as its own. The reason names the models the run was made with (`not read: made
+    with ...`); a manifest that names no model is not read either. `ValueError` for another `read_committed`."""
+    if read_committed not in ("same_models", "always"):
+        raise ValueError(f"read_committed must be same_models or always, got {read_committed!r}")
+    p, loaded = self.params, manifest.get("models") or {}
+    if read_committed == "always" or all(p[k] in SHIPPED_SPECS[k] for k in ("llm", "embedder")): return ""
+    kinds = [k for k in ("llm", "embedder") if manifest.get(k) or k in loaded]
+    if not kinds: return "not read: its models are not recorded"
+    other = [k for k in kinds if not (p[k] in SHIPPED_SPECS[k] and manifest.get(k) in SHIPPED_SPECS[k]) and (
+        k not in loaded or getattr(self.resources(dataset or p["dataset"]), k).model_id != loaded[k])]
+    made = " / ".join(f"{manifest.get(k)}" + ("" if k in loaded else " (no identity recorded)") for k in other)
+    return "" if not other else (f"not read: made with {made}, not with this reproduction's "
+                                 f"{' / '.join(str(p[k]) for k in other)}")
+
 # %% ../nbs/95_reproduce.ipynb #6781a254
 def read_run(folder, limit: int | None = None) -> tuple[dict, list[dict]]:
     """`(manifest, rows)` of the run folder `folder`: its `run.json` and the first `limit` (all when `None`) rows of

@@ -755,14 +755,14 @@ def test_the_paper_profile_runs_every_notebook_with_a_served_model(fake_env, stu
     srv.respond, srv.models = _scripted_reply, {"served", "student"}            # another model name: vLLM's 404
     llm, student = f"openai:{srv.url}#served", f"openai:{srv.url}#student"
     kwargs = {"chat_template_kwargs": {"enable_thinking": False}}
-    small = dict(dataset="demo", table2_dataset="demo", table_datasets=["demo"], growth_dataset="demo", student=student,
+    small = dict(dataset="demo", table2_dataset="demo", table_datasets=["demo"], growth_dataset="demo",
                  budgets=[1], megrag={"budget": 2}, limit_rounds=1, rounds_settings=[2], limit_sweep=1,
                  sweeps={"alpha": [0.25]}, growth_questions=10, limit_growth=1, growth_variants=["full"],
                  cara={"agents": 1, "t_max": 2}, variants=["full", "global_search"], answer_variants=["full"],
                  answer_options={"read": True}, sweep_agents=[1], sweep_t_max=[1], sweep_options={"read": True})
     out = tmp_path / "paper"
     args = ["reproduce", "--profile", "paper", "--llm", llm, "--llm-option", f"extra_body={json.dumps(kwargs)}", "--embedder",
-            "py:fakes:HashEmbedder", "--limit", "2", "--out", str(out), *[a for k, v in small.items() for a in ("--param", f"{k}={json.dumps(v)}")]]
+            "py:fakes:HashEmbedder", "--student", student, "--limit", "2", "--out", str(out), *[a for k, v in small.items() for a in ("--param", f"{k}={json.dumps(v)}")]]
     r = CliRunner().invoke(app, [*args, "--check"])                  # the served student is accepted; nothing is asked
     assert r.exit_code == 0 and all(f"\n{n}: parameters valid" in r.output for n in EXPERIMENTS), r.output
     assert srv.requests == [] and not out.exists()
@@ -799,6 +799,50 @@ def test_the_paper_profile_runs_every_notebook_with_a_served_model(fake_env, stu
     variants = {json.loads((out / "runs" / n / "run.json").read_text())["params"].get("variant") for n in ta["run"]}
     assert variants - {None} == {"full", "dense", "bm25", "no_reformulation", "no_propagation",
                                  "no_reformulation_no_propagation", "residual_only", "repeat_question"}
+    # no table shows a committed run made with other models (SmolLM2, its student, llama.cpp) as this reproduction's
+    assert all(not [x for x in json.loads((out / "results" / f"{n}.json").read_text())["runs"] if "summary" not in x]
+               for n in EXPERIMENTS)                                          # every run recorded was answered here
+    tg = pd.read_csv(out / "tables" / "megrag_gold_bound.csv")
+    assert len(tg) == 12 and "F1" not in tg and tg["folder"].str.startswith("not read: made with smollm2-135m").all()
+    assert tg.set_index("run").loc["megrag (single, distilled student)", "folder"].iloc[0].startswith(
+        "not read: made with smollm2-135m+lora:runs/distill/student-v2 / minilm, not with this reproduction's "
+        f"{llm} / py:fakes:HashEmbedder")
+    tf = pd.read_csv(out / "tables" / "megrag_flashrag.csv")
+    assert len(tf) == 4 and tf["n"].isna().all() and tf["run"].str.startswith("not read: made with smollm2-135m").all()
+    tw = pd.read_csv(out / "tables" / "megrag_2wiki100.csv")
+    assert len(tw) == 4 and tw["F1"].str.startswith("not read: made with smollm2-135m").all() and "EM" not in tw
+    for t in ("evireform_headline", "evireform_headline_paired", "cara_headline", "cara_headline_paired"):
+        assert not (out / "tables" / f"{t}.md").exists(), t                  # every headline run: other models
+    nb53 = json.loads((out / "notebooks" / EXPERIMENTS["cara_tables"]).read_text())
+    assert "headline: left out 2wiki10-cara-full-t5: not read: made with smollm2-135m" in json.dumps(nb53)
+
+
+def test_not_read_matches_committed_runs_by_model_identity(fake_env, tmp_path):
+    """`Experiment.not_read`: with the kit's shipped models every committed run is read (the demo profile, unchanged);
+    with other models only a run made with the same models (by identity, not by spec), and a run recording no model
+    is not read."""
+    from megrag_kit.reproduce import Experiment
+    base = dict(dataset="demo", limit=1, device="cpu", seed=0, out=str(tmp_path), batch_size=1)
+    smol = {"llm": "smollm2-135m", "embedder": "minilm",
+            "models": {"llm": "smollm2-135m-instruct-q4_1@c413acb553cb", "embedder": "all-MiniLM-L6-v2@09340cb32251"}}
+    shipped = Experiment("x", {**base, "llm": "smollm2-135m", "embedder": "minilm"})
+    assert shipped.not_read(smol) == shipped.not_read({"llm": "qwen@llamacpp", "models": {"llm": "q@1"}}) == ""
+    assert shipped._res == {}                                                 # nothing loaded to decide
+    mine = Experiment("y", {**base, "llm": "py:fakes:ScriptedPolicy", "embedder": "py:fakes:HashEmbedder"})
+    assert mine.not_read(smol) == ("not read: made with smollm2-135m / minilm, not with this reproduction's "
+                                   "py:fakes:ScriptedPolicy / py:fakes:HashEmbedder")
+    res = mine.resources("demo")
+    same = {"llm": "py:fakes:ScriptedPolicy", "embedder": "elsewhere:spelled-otherwise",
+            "models": {"llm": res.llm.model_id, "embedder": res.embedder.model_id}}
+    assert mine.not_read(same) == ""                                           # the same identities: read
+    assert mine.not_read({**same, "models": {"embedder": "all-MiniLM-L6-v2@09340cb32251"}}) == (
+        "not read: made with py:fakes:ScriptedPolicy (no identity recorded) / elsewhere:spelled-otherwise, not with "
+        "this reproduction's py:fakes:ScriptedPolicy / py:fakes:HashEmbedder")      # an LLM it did not load: not known
+    assert mine.not_read({"embedder": "x", "models": {"embedder": res.embedder.model_id}}) == ""   # names no LLM
+    assert mine.not_read({"method": "direct"}) == "not read: its models are not recorded"
+    assert mine.not_read(smol, "always") == ""
+    with pytest.raises(ValueError, match="read_committed must be same_models or always, got 'sometimes'"):
+        mine.not_read(smol, "sometimes")
 
 
 
