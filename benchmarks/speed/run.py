@@ -39,6 +39,8 @@ BENCHMARKS = {
     "first_runs": ({}, [f"{S}/bench_first_runs.py", "--out", f"{R}/first_runs.md"], False),
     "faults": ({}, [f"{S}/bench_faults.py", "--limit", "30", "--out", f"{R}/faults.md"], False),
     "reproduce": ({}, [f"{S}/bench_reproduce.py", "--profile", "demo"], False),
+    "retriever_cost": ({"OMP_NUM_THREADS": "1"}, [f"{S}/bench_retriever_cost.py", "--dataset", "demo",
+                                                   "--out", f"{R}/retriever_cost.json"], False),
     "distill": ({}, [f"{S}/bench_distill.py", "--data", "runs/distill/gold-musique-train-parser.jsonl",
                      "--out", f"{R}/bench_distill.md"], False),
 }
