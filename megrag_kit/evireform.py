@@ -723,7 +723,7 @@ PAPER = {
                   "musique": dict(qwen3_r5=-0.04, nv_embed_r5=5.90, range_r5=5.93, gpt_r5=5.72, gpt_r20=0.03)},
 }
 
-# %% ../nbs/20_evireform.ipynb #1297a6f3
+# %% ../nbs/20_evireform.ipynb #4b65cc46
 # Appendices A.7, B and C: what the text states of cost, the iterative baselines, index sizes and the
 # configuration (the tables' cells are not in the text)
 PAPER.update({
@@ -733,7 +733,8 @@ PAPER.update({
                  "musique": dict(f1=1.77, em=0.90)},
     # Table A.7 (construction and retrieval cost of the five graph retrievers): its cells are not in the text
     "table_a7_text": ("wall-clock times are descriptive (request concurrency differed across methods); token counts "
-                      "compare more directly; PropRAG uses no LLM tokens during retrieval, its cost is in construction"),
+                      "compare more directly; PropRAG uses no LLM tokens during retrieval, its cost is in "
+                      "construction"),
     # Tables C.8-C.10 (index sizes): the source passages the propositions are aggregated to, per corpus
     "passages": {"2wikimultihopqa": 6119, "hotpotqa": 9811, "musique": 11656, "medical": 1131},
     # Appendix C: the configuration as the text states it (the tables' cells are not in the text), by table
@@ -749,7 +750,8 @@ PAPER.update({
                             "RTX 5090 32 GiB)"},
         "C.2": {"dense retrieval": "BGE-M3", "reranking": "two rerankers over the 40 passages BGE-M3 ranks highest "
                 "(reorder, never add)", "reordering control": "the same 40 passages (Table A.5)",
-                "QA": "the same QA prompt over each method's final context", "direct inference": "no retrieved context"},
+                "QA": "the same QA prompt over each method's final context",
+                "direct inference": "no retrieved context"},
         "C.3": {"PropRAG": "propositions stored as searchable units, beam expansion, scores read through entity and "
                            "passage nodes",
                 "HippoRAG 2": "entity-passage graph extracted once from the corpus",

@@ -5,11 +5,12 @@
 The retrievers of EviReform's Table A.7 that the kit has, built from nothing in a temporary store folder, one after
 the other in this process, with the offline models (all-MiniLM-L6-v2; spaCy for the parser OpenIE; no LLM):
 dense passage vectors (faiss flat), BM25, MEGRAG's sentence and triple views (pysbd; parser triples), EviReform's
-proposition index (parser propositions, then their vectors) and CARA's corpus graph (`corpus_kg` over the store's
-triples, then its BM25 GlobalSearch index). Each stage records its wall seconds and CPU seconds of this process
-(`time.process_time`: on a shared machine the wall time follows the load, the CPU time far less), the units it made
-and the load average before it; then the search cost per question over the dataset's questions (dense top 10, BM25
-top 10, the cosine of each question to every proposition, CARA's GlobalSearch k = 30). Model loading is timed apart.
+proposition index (parser propositions, then their vectors) and CARA's corpus graph (`corpus_kg`: passages and title
+entities; with no LLM in the store it adds no triple entities), then its BM25 GlobalSearch index. Each stage records
+its wall seconds and CPU seconds of this process (`time.process_time`: on a shared machine the wall time follows the
+load, the CPU time far less), the units it made and the load average before it; then the search cost per question
+over the dataset's questions (dense top 10, BM25 top 10, the cosine of each question to every proposition, CARA's
+GlobalSearch k = 30). Model loading is timed apart.
 
 Then the offline embedders (Table A.11's question, on this corpus): for each of `minilm`, `minilm@bf16` and the
 test suite's hashing stand-in (`py:tests.fakes:HashEmbedder`, no model), the dense passage Recall@5 / Recall@10 of
@@ -88,7 +89,8 @@ def main():
         pi = PropositionIndex(view, len(st.passages), emb, PropositionVectors(emb, Path(d) / "vectors"))
         stage("EviReform propositions", "proposition vectors (MiniLM) + entity/passage matrices",
               lambda: (pi.vectors(range(len(pi))), pi.M, pi.O), lambda r: f"{len(pi)} rows, {r[1].shape[1]} entities")
-        kg = stage("CARA graph", "corpus graph (passages, title and triple entities)", lambda: corpus_kg(st),
+        kg = stage("CARA graph", "corpus graph (passages, title entities; no triple entities: corpus_kg adds them "
+                   "only with the store's LLM)", lambda: corpus_kg(st),
                    lambda g: f"{len(g)} nodes, {g.n_edges} edges")
         def global_search_index():
             t = KGTools(kg, Path(d) / "kg"); t.bm25.build(); return t
