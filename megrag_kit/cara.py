@@ -19,9 +19,10 @@ from .kg import KGTools, TextKG, corpus_kg, read_skb
 from .method import Answer, Method, ReaderOptions, param, register
 
 # %% auto #0
-__all__ = ['JUDGE_SYSTEM', 'PAPER', 'TOOLS', 'COST_COLUMNS', 'HEALTH_COLUMNS', 'COST_TABLE', 'count_fusion', 'fuse',
-           'bertscore_f1', 'faithfulness', 'CARAConfig', 'cost_estimate', 'CARA', 'cara_summary', 'contrast_note',
-           'budget_curve', 'reference_prompt', 'completeness', 'reference_answer', 'build_references']
+__all__ = ['JUDGE_SYSTEM', 'PAPER', 'TOOLS', 'COST_COLUMNS', 'HEALTH_COLUMNS', 'COST_TABLE', 'SCORE_BANDS', 'count_fusion',
+           'fuse', 'bertscore_f1', 'faithfulness', 'CARAConfig', 'cost_estimate', 'CARA', 'cara_summary',
+           'contrast_note', 'causal_distribution', 'budget_curve', 'reference_prompt', 'completeness',
+           'reference_answer', 'build_references']
 
 # %% ../nbs/30_cara.ipynb #1b2436f9
 # the causal module and the agents live in their own modules; their names stay importable from here
@@ -137,14 +138,16 @@ class CARAConfig(ReaderOptions):
     read: bool = param(True, "answer with the shared reader")
     bertscore: bool = param(False, "BERTScore F1 of the answer against the gold answer (local MiniLM)")
     faithfulness: bool = param(False, "LLM-judged share of answer claims supported by the read context")
-    policy: Literal["model", "gold"] = param(
+    policy: Literal["model", "gold", "gold_search"] = param(
         "model", "model: the LLM agents decide (the paper) | gold: each agent searches the gold sub-questions and "
-        "appends the gold passages it surfaced (an upper bound of the mechanism; needs gold decompositions; no model "
-        "call)")
+        "appends the gold passages it surfaced (an oracle: it reads the gold passages' identity; needs gold "
+        "decompositions; no model call) | gold_search: the searches are the gold sub-questions, the method's rule "
+        "appends the top target node and expands the top entities, the causal module orders each Neighbors result "
+        "(no gold passage identity)")
     fallback: bool = param(False, "a fixed rule stands in for an agent reply that is no action (ours; each use counted "
                            "as fallback_uses). Off: the step is lost")
     gold_expansions: int = param(2, "policy=gold: Neighbors expansions per sub-question whose passage the search did "
-                                 "not surface", "", 0)
+                                 "not surface | gold_search: Neighbors expansions per sub-question", "", 0)
     decoding: Literal["text", "schema"] = param(
         "text", "text: the paper's line formats, parsed leniently | schema: agent actions and causal scores decoded "
         "under a JSON schema (for small local models)")
@@ -205,8 +208,8 @@ class CARA(Method):
         return contrast_note(folder_a, folder_b) if folder_a is not None and folder_b is not None else ""
 
     def run_name(self) -> str:
-        v, gold = self.config.variant, self.config.policy == "gold"
-        return ("cara-gold" if v == "full" else f"cara-{v}-gold") if gold else f"cara-{v}"
+        v, pol = self.config.variant, self.config.policy
+        return (f"cara-{pol}" if v == "full" else f"cara-{v}-{pol}") if pol != "model" else f"cara-{v}"
 
     @cached_property
     def kg(self) -> TextKG:
@@ -250,13 +253,14 @@ def _agent_runs(self: CARA, questions: list[Question]) -> list[dict]:
     "The agents' run of each question (`CARAAgents.run`)."
     cfg, tools = self.config, self.tools
     if cfg.variant == "global_search": return [dict(lists=[], trace=[], gens=[], counts={}) for _ in questions]
-    if cfg.policy == "gold":
+    if cfg.policy in ("gold", "gold_search"):
         from megrag_kit.gold import gold_hops
         hops = [gold_hops(q) for q in questions]
         if not all(hops):
             bad = next(q.qid for q, h in zip(questions, hops) if not h)
-            raise ValueError(f"policy='gold' needs gold decompositions; question {bad} has none")
-        return CARAAgents(tools, None, cfg).run([q.question for q in questions], golds=hops)
+            raise ValueError(f"policy={cfg.policy!r} needs gold decompositions; question {bad} has none")
+        llm = self.res.llm if cfg.policy == "gold_search" and cfg.variant in ("full", "count") else None
+        return CARAAgents(tools, llm, cfg).run([q.question for q in questions], golds=hops)
     if not getattr(self, "_estimated", False):            # before the first batch of a long run: what it may cost
         self._estimated = True
         n = len(self.res.dataset.questions)
@@ -410,6 +414,51 @@ def contrast_note(run_a, run_b) -> str:
             note = "; ".join(filter(None, [note, "the causal module was never called (no Neighbors result): the two "
                                                  "differ only by the agents' sampling"]))
     return note
+
+# %% ../nbs/30_cara.ipynb #434fe52c
+SCORE_BANDS = ((0.0, 0.2, "0-0.2 unrelated"), (0.2, 0.45, "0.25-0.4 weak"), (0.45, 0.65, "0.5-0.6 moderate"),
+               (0.65, 0.85, "0.7-0.8 strong"), (0.85, 1.01, "0.9-1 decisive"))
+
+def causal_distribution(rows: list[dict]) -> dict:
+    """What the causal module did in a CARA run, from its prediction rows' traces (`trace.agents`, the steps whose
+    `causal` holds `[node, c, e, p, score]` per candidate): `calls` (assessed Neighbors results), `failed_calls`
+    (no candidate scored), `candidates`, `scored` and `unassessed` (no usable score: never a 0), `scores` (the
+    scored candidates' Eq. 4 score by the paper's scale band, `SCORE_BANDS`), `levels` (`{c|e|p: {level: count}}`),
+    and against the gold passages (evaluation only; the method never reads them): `gold_candidates`, the mean score
+    of gold and of other scored candidates, and over the calls whose candidates hold a gold passage the share (%)
+    whose causal top is gold beside the share whose BM25 top (the Neighbors order) is gold. The fill: `appended`
+    (mean fused nodes per question), `filled` (mean ranking positions taken from the BM25 order) and
+    `questions_all_bm25` (rankings with no appended node). `ValueError` naming a row without a `trace`."""
+    out = dict(questions=len(rows), calls=0, failed_calls=0, candidates=0, scored=0, unassessed=0, gold_candidates=0)
+    bands, levels = {b: 0 for *_, b in SCORE_BANDS}, {k: Counter() for k in "cep"}
+    gold_s, other_s, tops = [], [], Counter()
+    for r in rows:
+        if not isinstance(r.get("trace"), dict): raise ValueError(f"row {r.get('id')!r}: no trace (not a CARA row)")
+        gold = set(r.get("gold_pids") or [])
+        for step in (s for agent in r["trace"].get("agents", []) for s in agent if s.get("causal") is not None):
+            cands, nb = step["causal"], step.get("results") or [row[0] for row in step["causal"]]
+            out["calls"] += 1; out["candidates"] += len(cands)
+            scored = [x for x in cands if x[4] is not None]
+            out["scored"] += len(scored); out["unassessed"] += len(cands) - len(scored)
+            if not scored: out["failed_calls"] += 1
+            for v, c, e, p, s in scored:
+                bands[next(b for lo, hi, b in SCORE_BANDS if lo <= s < hi)] += 1
+                for k, x in zip("cep", (c, e, p)): levels[k][x] += 1
+                (gold_s if v in gold else other_s).append(s)
+            out["gold_candidates"] += sum(x[0] in gold for x in cands)
+            if scored and any(x[0] in gold for x in cands):
+                tops["calls"] += 1; tops["causal"] += cands[0][0] in gold; tops["bm25"] += nb[0] in gold
+    mean = lambda xs: round(sum(xs) / len(xs), 4) if xs else None
+    n = max(len(rows), 1)
+    app = [min(r.get("appended", 0), len(r.get("retrieved", []))) for r in rows]
+    out.update(scores=bands, levels={k: dict(sorted(v.items())) for k, v in levels.items()},
+               gold_mean_score=mean(gold_s), other_mean_score=mean(other_s), calls_with_gold=tops["calls"],
+               causal_top_gold_pct=_pct(tops["causal"], tops["calls"]),
+               bm25_top_gold_pct=_pct(tops["bm25"], tops["calls"]),
+               appended=round(sum(app) / n, 3),
+               filled=round(sum(len(r.get("retrieved", [])) - a for r, a in zip(rows, app)) / n, 3),
+               questions_all_bm25=sum(a == 0 for a in app))
+    return out
 
 # %% ../nbs/30_cara.ipynb #b2c551f1
 def budget_curve(runs: dict) -> list[dict]:

@@ -257,6 +257,37 @@ def _gold_policy(self: CARAAgents, st: _AgentState, hops):
                 yield from appends()
     yield {"tool": "Finish"}
 
+# %% ../nbs/30b_cara_agents.ipynb #cee81fd7
+@patch
+def _gold_search_policy(self: CARAAgents, st: _AgentState, hops):
+    """The gold-search policy's actions for one agent (a generator, as `_gold_policy`): only the searches are gold,
+    nothing reads a passage's identity. For each hop whose template `fill_hop` fills from the annotated answers of
+    the earlier hops (the gold sub-question), `GlobalSearch` of it (`by='gold'`); then the method's rule
+    (`by='rule'`): `Append` of the first target node of the observation not yet appended, and for each of the first
+    `gold_expansions` non-target nodes of the search's results (the top hit when there is none), `Neighbors`
+    ranked by the sub-question (the causal module assesses the candidates and, with `causal_order`, sorts them by
+    Eq. 4) followed by `Append` of the first target node of that observation not yet appended, so the causal
+    module decides what is appended; a hop that cannot be filled is skipped. Then `Finish`."""
+    from megrag_kit.gold import fill_hop
+    cfg, kg, answers = self.cfg, self.kg, {h.k: h.answer for h in hops}
+    def append():
+        left = [i for i, o in enumerate(st.obs) if o["v"] not in st.R and kg.is_target(o["v"])]
+        if left: yield {"tool": "Append", "items": left[:1], "by": "rule"}
+    for h in hops:
+        sq = fill_hop(h.template, answers)
+        if sq is None: continue
+        yield {"tool": "GlobalSearch", "q": sq, "by": "gold"}
+        if not st.obs: continue
+        yield from append()
+        nodes = [o["v"] for o in st.obs if not kg.is_target(o["v"])] or [st.obs[0]["v"]]
+        for x, v in enumerate(nodes[:cfg.gold_expansions]):
+            if x: yield {"tool": "GlobalSearch", "q": sq, "by": "gold"}      # back to the search's results
+            i = next((i for i, o in enumerate(st.obs) if o["v"] == v), None)
+            if i is None: break
+            yield {"tool": "Neighbors", "i": i, "q": sq, "node_types": None, "edge_types": None, "by": "rule"}
+            yield from append()
+    yield {"tool": "Finish", "by": "rule"}
+
 # %% ../nbs/30b_cara_agents.ipynb #73cc0385
 @patch
 def _model_action(self: CARAAgents, st: _AgentState, g: Generation, schema: bool) -> dict:
@@ -276,9 +307,9 @@ def _model_action(self: CARAAgents, st: _AgentState, g: Generation, schema: bool
 def _decide(self: CARAAgents, live: list[_AgentState], t: int, seed: int):
     "Set `st.act` (with `by`: model, rule or gold) and `st.raw` for every live agent state."
     cfg = self.cfg
-    if cfg.policy == "gold":
+    if cfg.policy in ("gold", "gold_search"):        # the policy's actions carry their decider (default gold)
         for st in live:
-            st.act = {**next(st.gold, {"tool": "Finish"}), "by": "gold"}; st.raw = None
+            st.act = {"by": "gold", **next(st.gold, {"tool": "Finish", "by": "rule"})}; st.raw = None
         return
     schema = cfg.decoding == "schema"
     for j in range(cfg.agents):                     # one call per agent index: each agent samples with its own seed
@@ -342,20 +373,23 @@ def _result(self: CARAAgents, mine: list[_AgentState]) -> dict:
 @patch
 def run(self: CARAAgents, queries: list[str], seed: int = 0, golds: list | None = None) -> list[dict]:
     """Run the agents on `queries` (strings) and return one dict per query (see the class). `golds`: the gold
-    hops (`gold_hops`) of each query, required by (and only read by) `policy='gold'`."""
+    hops (`gold_hops`) of each query, required by (and only read by) `policy='gold'` and `'gold_search'`."""
     cfg = self.cfg
-    gold = cfg.policy == "gold"
+    gold = cfg.policy in ("gold", "gold_search")
     if gold and (golds is None or len(golds) != len(queries)):
-        raise ValueError("policy='gold' needs the gold hops of every query (golds)")
-    use_causal = cfg.variant in ("full", "count") and not gold   # the scores inform the agent's decisions only
+        raise ValueError(f"policy={cfg.policy!r} needs the gold hops of every query (golds)")
+    # the scores inform the decisions of the agent or of the gold-search rule; the gold policy reads no score
+    use_causal = cfg.variant in ("full", "count") and cfg.policy != "gold"
     sts = [_AgentState(qi, j, q) for qi, q in enumerate(queries) for j in range(cfg.agents)]
     for st in sts:
-        if gold: st.gold = self._gold_policy(st, golds[st.qi])
+        pol = self._gold_policy if cfg.policy == "gold" else self._gold_search_policy
+        if gold: st.gold = pol(st, golds[st.qi])
     calls = len(queries) * cfg.agents * cfg.t_max
     # one tick per batched model call: each agent index's action call of a step, then the step's causal call
     # (counted in the total as at most one per step)
     total = cfg.agents * cfg.t_max + (cfg.t_max if use_causal else 0)
-    self.bar = None if gold or calls < 50 else tqdm(total=total, unit="call", leave=False, mininterval=5,
+    quiet = (gold and not use_causal) or calls < 50
+    self.bar = None if quiet else tqdm(total=total, unit="call", leave=False, mininterval=5,
                                                     desc=f"CARA agent steps ({len(queries)} questions)")
     for t in range(cfg.t_max):
         live = [st for st in sts if not st.done]

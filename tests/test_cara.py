@@ -1,7 +1,7 @@
 """CARA: the text-rich graph and its tools on a hand-built graph, the fusions on hand-made rankings with ties, the
 causal module's parser on broken replies, the STaRK reader on an SKB written in the official layout, the agent
 loop and the method seam with a scripted model (control flow only), and one short real run on 2Wiki (slow)."""
-import importlib.util, json, pickle
+import importlib.util, json, pickle, re
 import numpy as np
 import pytest
 from megrag_kit.cara import (CARAAgents, CARAConfig, action_schema, causal_prompt, causal_schema, causal_score, completeness, count_fusion, fuse,
@@ -603,3 +603,94 @@ def test_cost_estimate_and_a_progress_bar_per_agent_step(tmp_path, monkeypatch):
         KGTools(hand_graph(), tmp_path), ScriptedLLM(lambda m: "GlobalSearch: film"), CARAConfig(agents=2, t_max=30)
     ).run(["Q"])
     assert ticks[0] == ("total", 90) and ticks[1:] == [1] * 90 + ["closed"]
+
+
+# --- issue 35: the gold-search policy (gold searches; the rule appends and expands; the causal module orders) ------
+
+
+def _search_graph():
+    "`gold_graph` with passages 2 and 3 also mentioning Ann Director: her Neighbors are passages 0, 1, 2, 3."
+    g = gold_graph()
+    return TextKG(g.names, g.texts, list(g.node_type), g.node_types, [0, 1, 1, 2, 3], [4, 4, 5, 4, 4], [0] * 5,
+                  g.edge_types, targets=("passage",))
+
+
+def _late_best(user: str) -> str:
+    "A schema reply scoring the i-th of the n candidates (c, e, p) = min(i, 4) / 4: the last candidate best."
+    n = len(re.findall(r"^\d+\. ", user.split("Candidates:")[1], re.M))
+    return json.dumps({"scores": [{"c": min(i, 4) / 4, "e": min(i, 4) / 4, "p": min(i, 4) / 4} for i in range(n)]})
+
+
+def _gold_search(tmp_path, variant, llm, pid1=0, pid2=1):
+    from megrag_kit.gold import gold_hops
+    cfg = CARAConfig(agents=1, t_max=20, policy="gold_search", show=2, variant=variant, decoding="schema",
+                     gold_expansions=1)
+    return CARAAgents(KGTools(_search_graph(), tmp_path), llm, cfg).run(["Q"], golds=[gold_hops(_gold_q(pid1, pid2))])[0]
+
+
+def test_gold_search_policy_the_causal_module_decides_the_neighbour_append(tmp_path):
+    "Gold searches, rule appends and expansions; what hop 2's Neighbors call appends is the causal module's top."
+    llm = ScriptedLLM(_late_best)
+    full = _gold_search(tmp_path, "full", llm)
+    acts = [(s["action"]["tool"], s["action"]["by"], s["action"].get("q"), s.get("results"), s.get("appended"))
+            for s in full["trace"][0]]
+    assert acts == [
+        ("GlobalSearch", "gold", "Who directed Film A?", [0, 3], None),
+        ("Append", "rule", None, None, [0]),
+        ("Neighbors", "rule", "Who directed Film A?", [4], None),        # no entity shown: the top hit is expanded
+        ("GlobalSearch", "gold", "Where was Ann Director born?", [1, 4], None),
+        ("Append", "rule", None, None, [1]),
+        ("Neighbors", "rule", "Where was Ann Director born?", [1, 2, 0, 3], None),
+        ("Append", "rule", None, None, [3]),                             # the causal top (0.75), not yet appended
+        ("Finish", "rule", None, None, None),
+    ], acts
+    hop2 = full["trace"][0][5]
+    assert [row[0] for row in hop2["causal"]] == [3, 0, 2, 1] and hop2["causal"][0][4] == 0.75
+    c = full["counts"]
+    assert c["causal_calls"] == c["neighbors_calls"] == 2 == len(llm.seen) and c["agent_calls"] == 0
+    assert c["causal_parsed"] == 5 and c["causal_missing"] == 0 and c["causal_failed"] == 0
+    assert c["by_gold_GlobalSearch"] == 2 and c["appended_by_rule"] == 3 and c["appended_by_gold"] == 0
+    assert full["lists"] == [[0, 1, 3]]
+    # no_causal: the same searches and rule, no model call: the Neighbors append is the BM25 top (passage 2)
+    none = _gold_search(tmp_path, "no_causal", ScriptedLLM([]))
+    assert none["lists"] == [[0, 1, 2]] and none["counts"]["causal_calls"] == 0
+    # a reply that is not the JSON: every candidate unassessed (counted, never a score of 0), the BM25 order kept
+    bad = _gold_search(tmp_path, "full", ScriptedLLM(lambda u: "no idea"))
+    assert bad["lists"] == [[0, 1, 2]] and bad["counts"]["causal_failed"] == 2 and bad["counts"]["causal_missing"] == 5
+    assert all(row[4] is None for row in bad["trace"][0][5]["causal"])
+    # no gold passage identity: the same decisions with the hops' supporting passages unknown
+    blind = _gold_search(tmp_path, "full", ScriptedLLM(_late_best), pid1=None, pid2=None)
+    assert blind["trace"] == full["trace"] and blind["lists"] == full["lists"]
+
+
+def test_gold_search_through_the_method(tmp_path):
+    "policy=gold_search through the method: the causal module's calls are the LLM calls; run names; no decomposition."
+    ds = Dataset("gold-hand", [_gold_q()], [])
+    res = Resources(ds, llm=ScriptedLLM(_late_best), embedder=None, store_root=tmp_path / "store")
+    m = build_method("cara", dict(policy="gold_search", read=False, show=2, gold_expansions=1, decoding="schema"), res)
+    m.__dict__["kg"] = _search_graph()
+    m.__dict__["tools"] = KGTools(m.kg, tmp_path / "kg")
+    (a,) = m.answer(ds.questions)
+    assert a.retrieved[:3] == [0, 1, 3] and a.cost.llm_calls == a.fields["causal_calls"] == 3 * 2
+    assert m.run_name() == "cara-gold_search"
+    assert build_method("cara", dict(policy="gold_search", variant="no_causal"), res).run_name() == "cara-no_causal-gold_search"
+    with pytest.raises(ValueError, match="gold decompositions"):
+        m.answer([Question("x", "No decomposition?", ["a"], [0])])
+
+
+@pytest.mark.slow
+@needs_shared
+def test_real_causal_module_scores_real_neighbours_under_gold_search(smollm, tmp_path):
+    "SmolLM2-135M as the causal module under its schema on the Neighbors results of gold searches over real MuSiQue."
+    ds = _musique_mini(1)
+    res = Resources(ds, llm=smollm, embedder=None, store_root=tmp_path)
+    m = build_method("cara", dict(policy="gold_search", agents=1, show=5, neighbors_k=3, snippet_chars=80,
+                                  gold_expansions=1, read=False, triples=False, decoding="schema"), res)
+    (a,) = m.answer(ds.questions)
+    f, steps = a.fields, a.trace["agents"][0]
+    assert f["agent_calls"] == 0 and f["causal_calls"] == f["neighbors_calls"] >= 2
+    assert a.cost.llm_calls == f["causal_calls"]
+    assert f["causal_parsed"] + f["causal_missing"] == sum(len(s["causal"]) for s in steps if "causal" in s)
+    assert f["causal_parsed"] >= 2 * 3 - 1                     # real candidates scored under the schema
+    scored = [row[1:4] for s in steps for row in s.get("causal", []) if row[4] is not None]
+    assert all(x in (0, 0.25, 0.5, 0.75, 1) for row in scored for x in row)
