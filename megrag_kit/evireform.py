@@ -19,7 +19,7 @@ from .method import Answer, ConfigError, Method, ReaderOptions, apply_variant, p
 # %% auto #0
 __all__ = ['VARIANTS', 'PAPER', 'COPIED', 'HEALTH_COLUMNS', 'COVERAGE_COLUMNS', 'EviReformConfig', 'EviReform']
 
-# %% ../nbs/20_evireform.ipynb #fee29476
+# %% ../nbs/20_evireform.ipynb #dd933160
 # the propositions and their index, the retrieval quantities, the LLM steps and the run summary live in their
 # own modules; their names stay importable from here
 from .evireform_propositions import *
