@@ -17,22 +17,37 @@ LAYERS = {
     "foundation": {"core", "jsonl", "data", "gold", "models", "retrievers", "index", "reader", "metrics", "method",
                    "kg"},
     "method": {"baselines", "megrag", "ircot", "iter_retgen", "evireform", "cara"},      # each registers its methods
-    # a method module's pieces, split off it along its seams (see PARTS): they register nothing
-    "part": {"megrag_graph", "megrag_policy", "megrag_summary", "cara_causal", "cara_agents"},
+    # a foundation or method module's pieces, split off it along its seams (see PARTS): they register nothing
+    "part": {"models_cache", "models_chat", "models_hf", "models_http", "models_embed", "models_spec", "models_llamacpp",
+             "megrag_graph", "megrag_policy", "megrag_summary", "evireform_propositions", "evireform_signals",
+             "evireform_policy", "evireform_summary", "cara_causal", "cara_agents"},
     "tool": {"distill"},                  # built on one named method (see DECLARED), used by the CLI
     "app": {"runner", "report", "viz", "reproduce", "scale", "experiment", "cli"},        # drive methods by name
 }
 LAYER_OF = {m: layer for layer, ms in LAYERS.items() for m in ms}
 MAY_IMPORT = {"foundation": {"foundation"}, "method": {"foundation"}, "part": {"foundation"}, "tool": {"foundation"},
               "app": {"foundation"}}
-# Each method module's parts, in their order: the method imports (and re-exports) them, a part imports only the
-# parts before it, and nothing else imports a part (a caller imports the method module's names).
-PARTS = {"megrag": ("megrag_graph", "megrag_policy", "megrag_summary"), "cara": ("cara_causal", "cara_agents")}
+# Each split module's parts, in their order: the module imports (and re-exports) them, a part imports only the
+# parts before it, and nothing else imports a part (a caller imports the split module's names).
+PARTS = {"models": ("models_cache", "models_chat", "models_hf", "models_http", "models_embed", "models_spec",
+                    "models_llamacpp"),
+         "megrag": ("megrag_graph", "megrag_policy", "megrag_summary"),
+         "evireform": ("evireform_propositions", "evireform_signals", "evireform_policy", "evireform_summary"),
+         "cara": ("cara_causal", "cara_agents")}
 
 # Every edge beyond the layer rule, with its reason. Nothing else crosses a layer or connects two peers.
 DECLARED = {
-    **{(m, p): "the method is built on its own part, split off it along a seam (its names re-exported)"
+    **{(m, p): "the module is built on its own part, split off it along a seam (its names re-exported)"
        for m, ps in PARTS.items() for p in ps},
+    ("models_chat", "models_cache"): "the interface returns Generations, books their Cost and reads the call cache",
+    **{(p, q): "a backend implements the ChatModel interface, returns Generations and is named by its content"
+       for p in ("models_hf", "models_http", "models_llamacpp") for q in ("models_cache", "models_chat")},
+    ("models_embed", "models_cache"): "a local embedder is named by its content (model_identity)",
+    ("models_embed", "models_chat"): "a served embedder fails with ModelCallError",
+    ("models_embed", "models_http"): "a served embedder goes through the HTTP client of the served LLMs",
+    ("models_spec", "models_http"): "the LLM options name the HTTP backend's response formats and token fields",
+    ("models_llamacpp", "models_hf"): "`smollm2-135m@llamacpp` is the GGUF file the transformers default ships",
+    ("models_llamacpp", "models_spec"): "a `...@llamacpp` spec is read by the one spec parser",
     ("megrag_policy", "megrag_graph"): "the policies read the graph, its nodes and the candidates",
     ("megrag_summary", "megrag_graph"): "the run summary counts the evidence compositions",
     ("cara_agents", "cara_causal"): "the agents call the causal module after each Neighbors",
@@ -178,7 +193,8 @@ def test_computed_imports_are_only_the_declared_ones():
 
 
 def test_the_parts_are_the_part_layer_and_each_has_its_method():
-    assert {p for ps in PARTS.values() for p in ps} == LAYERS["part"] and set(PARTS) <= LAYERS["method"]
+    assert {p for ps in PARTS.values() for p in ps} == LAYERS["part"]
+    assert set(PARTS) <= LAYERS["method"] | LAYERS["foundation"]
     assert all(p.startswith(f"{m}_") for m, ps in PARTS.items() for p in ps)
 
 
