@@ -51,7 +51,8 @@ def evireform_summary(rows: list[dict]) -> dict:
 
 # %% ../nbs/20d_evireform_summary.ipynb #adad2851
 _NOT_SETTINGS = ("variant", "read", "reader_max_passages", "reader_best_last", "reader_max_new_tokens",
-                 "reader_constrain_options", "propositions", "extract_batch")
+                 "reader_constrain_options", "reader_shots",
+                 "propositions", "extract_batch")
 
 def contrast_flag(rows_a: list[dict], rows_b: list[dict], params_a: dict, params_b: dict) -> str:
     """Why the contrast of EviReform run A minus run B cannot show a difference, or `''` when it can: `same settings`

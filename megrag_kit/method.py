@@ -14,7 +14,7 @@ from .core import Dataset, Question, py_attr
 from .models import (ChatModel, Cost, Embedder, ModelOptions, check_llm_options, cost_phase, load_llm,
                                load_embedder, parse_model_spec, spec_precision)
 from .index import EvidenceStore, StoreOptions
-from .reader import Reader
+from .reader import READER_EXAMPLES, Reader
 
 # %% auto #0
 __all__ = ['METHODS', 'ConfigError', 'param', 'Config', 'apply_variant', 'ReaderOptions', 'Resources', 'Answer', 'Method',
@@ -139,19 +139,31 @@ def apply_variant(cfg: Config, variants: dict[str, dict], switches: tuple[str, .
     object.__setattr__(cfg, "variant", name)
 
 # %% ../nbs/07_method.ipynb #28b1d0b6
+_ALL_SHOTS = 7     # the worked examples every reader prompt showed before `reader_shots` existed
+
 @dataclass(frozen=True)
 class ReaderOptions(Config):
     """The shared reader's options (`Reader`), inherited by the configs of methods that answer through it;
-    `reader(llm)` builds it."""
+    `reader(llm)` builds it. `to_dict()` leaves `reader_shots` out at 7 (every worked example): a run folder made
+    before the parameter existed records none and read all seven, so its run key is unchanged and it resumes."""
     reader_max_passages: int = param(3, "evidence items the reader sees (best first)", min=1)
     reader_best_last: bool = param(True, "show the best item last, right above the question")
     reader_max_new_tokens: int = param(24, "answer token cap", min=1)
     reader_constrain_options: bool = param(True, "decode A-or-B and yes/no questions under their options")
+    reader_shots: int = param(_ALL_SHOTS, "worked examples in the reader's prompt (the first N of READER_EXAMPLES)",
+                              min=0, max=len(READER_EXAMPLES))
+
+    def to_dict(self) -> dict:
+        "The parameters as a dict, without `reader_shots` when it is 7 (all the worked examples)."
+        d = super().to_dict()
+        if d.get("reader_shots") == _ALL_SHOTS: d.pop("reader_shots")    # what a folder without it read
+        return d
 
     def reader(self, llm: ChatModel, **override) -> Reader:
         "A `Reader` over `llm` with these options (`override` replaces some, e.g. `max_passages`)."
         kw = dict(max_new_tokens=self.reader_max_new_tokens, max_passages=self.reader_max_passages,
-                  best_last=self.reader_best_last, constrain_options=self.reader_constrain_options)
+                  best_last=self.reader_best_last, constrain_options=self.reader_constrain_options,
+                  shots=self.reader_shots)
         return Reader(llm, **{**kw, **override})
 
 # %% ../nbs/07_method.ipynb #1541122f

@@ -46,12 +46,15 @@ READER_EXAMPLES = [  # (question, context passages, answer): 2Wiki question temp
       "Trojkrsti\nTrojkrsti is a village in the Municipality of Prilep, North Macedonia."], "no"),
 ]
 
-def reader_prompt(question: str, context: list[str] | None) -> list[dict]:
-    """Chat messages for the reader: system rule, three few-shot turns, then the (context +) question.
-    `context=None`: closed book."""
+def reader_prompt(question: str, context: list[str] | None, shots: int | None = None) -> list[dict]:
+    """Chat messages for the reader: the system rule, the first `shots` worked examples of `READER_EXAMPLES` as
+    user/assistant turns (all seven when `None`), then the (context +) question. `context=None`: closed book (the
+    examples then show no context either). `ValueError` when `shots` is not in `0..len(READER_EXAMPLES)`."""
+    n = len(READER_EXAMPLES) if shots is None else shots
+    if not 0 <= n <= len(READER_EXAMPLES): raise ValueError(f"shots must be in 0..{len(READER_EXAMPLES)}, got {n}")
     def turn(q, ps): return (f"Context:\n" + "\n\n".join(ps) + "\n\n" if ps is not None else "") + f"Question: {q}"
     msgs = [{"role": "system", "content": READER_SYSTEM}]
-    for q, ps, a in READER_EXAMPLES:
+    for q, ps, a in READER_EXAMPLES[:n]:
         msgs += [{"role": "user", "content": turn(q, ps if context is not None else None)},
                  {"role": "assistant", "content": a}]
     return msgs + [{"role": "user", "content": turn(question, context)}]
@@ -244,13 +247,16 @@ class Reader:
     (`structured`: a server may not enforce the schema), re-asked once when it is not one of the options, and
     read with `extract_answer` when it still is not. `max_new_tokens` caps each answer; a free answer is cut
     after its answer line (`answer_line`: the first non-blank line of the answer channel, after any reasoning, with
-    the next one when it is only a lead-in) and passed through `extract_answer`."""
+    the next one when it is only a lead-in) and passed through `extract_answer`. `shots`: the worked examples the
+    prompt opens with (`reader_prompt`: the first `shots` of `READER_EXAMPLES`, all when `None`)."""
     def __init__(self, llm: ChatModel, max_new_tokens: int = 24, max_passages: int = 3, best_last: bool = True,
-                 constrain_options: bool = True):
+                 constrain_options: bool = True, shots: int | None = None):
         if max_new_tokens < 1 or max_passages < 1:
             raise ValueError(f"max_new_tokens and max_passages must be >= 1, got {max_new_tokens}, {max_passages}")
+        if shots is not None and not 0 <= shots <= len(READER_EXAMPLES):
+            raise ValueError(f"shots must be in 0..{len(READER_EXAMPLES)}, got {shots}")
         self.llm, self.max_new_tokens, self.max_passages, self.best_last = llm, max_new_tokens, max_passages, best_last
-        self.constrain_options = constrain_options
+        self.constrain_options, self.shots = constrain_options, shots
 
     def show(self, context: list[str] | None, ranked: bool = True) -> list[str] | None:
         "The evidence items the model sees, in the order it sees them (`ranked=False`: an unranked set, kept as given)."
@@ -259,7 +265,7 @@ class Reader:
         return c[::-1] if self.best_last and ranked else c
 
     def answer(self, questions: list[str], contexts: list[list[str] | None], ranked: bool = True) -> list[Read]:
-        prompts = [reader_prompt(q, self.show(c, ranked)) for q, c in zip(questions, contexts)]
+        prompts = [reader_prompt(q, self.show(c, ranked), self.shots) for q, c in zip(questions, contexts)]
         opts = [answer_options(q) if self.constrain_options else None for q in questions]
         out = [None] * len(questions)
         free = [i for i, o in enumerate(opts) if o is None]
