@@ -41,6 +41,7 @@ VARIANTS = {  # the appendix's controls (Tables A.2, A.5, C.6): each preset sets
     "gold": {"policy": "gold"},
     "gold_no_reformulation": {"policy": "gold", "reformulation": "none"},   # the gold selector alone
     "gold_no_propagation": {"policy": "gold", "propagation": "none"},
+    "gold_residual": {"policy": "gold_residual"},   # the gold writer alone: the model selects
 }
 _SWITCHES = ("retrieval", "reformulation", "combination", "propagation", "readout", "policy")
 
@@ -54,8 +55,8 @@ def _check_switches(cfg):
     if cfg.rounds > 1 and (cfg.reformulation != "residual" or cfg.retrieval != "evireform"):
         raise ConfigError(f"evireform: rounds={cfg.rounds} repeats residual reformulation; it needs "
                           "reformulation=residual and retrieval=evireform")
-    if cfg.policy == "gold" and cfg.retrieval in ("dense", "bm25"):
-        raise ConfigError("evireform: policy=gold makes the selector's and writer's decisions; "
+    if cfg.policy != "model" and cfg.retrieval in ("dense", "bm25"):
+        raise ConfigError(f"evireform: policy={cfg.policy} makes the selector's or writer's decisions; "
                           f"retrieval={cfg.retrieval} has none")
     if cfg.combination == "residual_only" and cfg.reformulation == "none":
         raise ConfigError("evireform: combination=residual_only needs residual queries (reformulation=residual or "
@@ -70,7 +71,7 @@ class EviReformConfig(ReaderOptions):
     reader_max_passages: int = param(5, "passages the reader sees (best first)", min=1)
     variant: Literal["full", "no_reformulation", "repeat_question", "residual_only", "no_propagation",
                      "no_reformulation_no_propagation", "reorder", "dense", "bm25", "gold", "gold_no_reformulation",
-                     "gold_no_propagation", "custom"] = param("full", "a preset of the switches below")
+                     "gold_no_propagation", "gold_residual", "custom"] = param("full", "a preset of the switches below")
     retrieval: Literal["evireform", "reorder", "dense", "bm25"] = param(
         "evireform", "the method, the reordering control, or a passage baseline")
     reformulation: Literal["residual", "none", "repeat"] = param(
@@ -78,8 +79,9 @@ class EviReformConfig(ReaderOptions):
     combination: Literal["both", "residual_only"] = param("both", "s0 from s_x and s_r, or from s_r only", "s0")
     propagation: Literal["entity", "none"] = param("entity", "one step through shared entities, or none", "s1")
     readout: Literal["max", "sum"] = param("max", "passage score: max (or sum) of its propositions' s1")
-    policy: Literal["model", "gold"] = param(
-        "model", "who makes the selector's and writer's decisions: the LLM, or the gold hops")
+    policy: Literal["model", "gold", "gold_residual"] = param(
+        "model", "who makes the selector's and writer's decisions: the LLM, the gold hops (both; an oracle), or the "
+        "LLM selector and the gold writer")
     scope: Literal["index", "pool"] = param("index", "x and each residual query search the whole proposition index, "
                                              "or only the propositions of their dense top pool_x / pool_r passages")
     select_all: Literal["fallback", "keep"] = param(
@@ -379,13 +381,17 @@ def _seed_candidates(self: EviReform, sts: list[dict]):
 
 # %% ../nbs/20_evireform.ipynb #83105ae8
 @patch
-def _gold_select(self: EviReform, sts: list[dict], ask: list[dict]):
-    "`policy=gold`: the selection of each question of `ask` by `gold_selection`; `ValueError` without gold hops."
-    cfg, idx = self.config, self.index
+def _need_gold(self: EviReform, sts: list[dict]):
+    "`ValueError` naming the first question of `sts` without gold hops (a gold policy reads them)."
     if bad := [st["q"].qid for st in sts if not has_gold(st["q"])]:
-        raise ValueError(f"evireform policy=gold: question {bad[0]} has no gold decomposition "
-                         f"(question_decomposition); {len(bad)} of this batch lack one (the gold policy needs a "
+        raise ValueError(f"evireform policy={self.config.policy}: question {bad[0]} has no gold decomposition "
+                         f"(question_decomposition); {len(bad)} of this batch lack one (a gold policy needs a "
                          "dataset such as musique)")
+
+@patch
+def _gold_select(self: EviReform, ask: list[dict]):
+    "`policy=gold`: the selection of each question of `ask` by `gold_selection`."
+    cfg, idx = self.config, self.index
     for st in ask:
         sel = gold_selection(gold_hops(st["q"]), [idx.pid[st["rows0"][c]] for c in st["cand"]])[:cfg.max_selected]
         st["selector"] = dict(raw=None, parsed=None, policy="gold", valid=[int(i) + 1 for i in sel], select_all=False,
@@ -416,7 +422,8 @@ def _seed(self: EviReform, sts: list[dict]):
     idx = self.index
     self._seed_candidates(sts)
     ask = [st for st in sts if len(st["cand"])]
-    if self.config.policy == "gold": self._gold_select(sts, ask)
+    if self.config.policy != "model": self._need_gold(sts)
+    if self.config.policy == "gold": self._gold_select(ask)
     elif ask: self._model_select(ask)
     for st in sts:
         if not len(st["cand"]):
@@ -438,7 +445,7 @@ def _write_queries(self: EviReform, act: list[dict], t: int):
     if cfg.reformulation == "repeat":
         for st in act:
             st["rounds"].append(dict(round=t + 1, raw=None, queries=[st["x"]], dropped=[], k=cfg.L * cfg.k_r))
-    elif cfg.policy == "gold":
+    elif cfg.policy in ("gold", "gold_residual"):
         for st in act:
             qs, gone = gold_queries(gold_hops(st["q"]), st["observed"])
             kept, dropped = clean_queries({"queries": qs}, st["x"], cfg.L, earlier(st),

@@ -498,3 +498,21 @@ def test_contrast_flag_says_when_the_sides_cannot_differ():
 def test_gold_policy_refuses_a_question_without_a_decomposition(demo, root):
     with pytest.raises(ValueError, match="has no gold decomposition"):
         make(demo, root, Script(), variant="gold", read=False).answer(demo.questions[:1])
+    with pytest.raises(ValueError, match="policy=gold_residual: question .* has no gold decomposition"):
+        make(demo, root, Script(), variant="gold_residual", read=False).answer(demo.questions[:1])
+
+
+def test_gold_residual_keeps_the_model_selection_and_writes_the_gold_queries(demo, root):
+    "policy=gold_residual: the LLM selector decides (its candidate 2, not a gold passage's); the writer is gold."
+    cand = _cand_pids(make(demo, root, Script(), variant="gold", read=False).answer([_gold_question(demo)])[0].trace)
+    pick = next(i for i, p in enumerate(cand) if p not in (7, 8))            # a candidate of neither gold passage
+    llm = Script(selected=(pick + 1,))
+    (a,) = make(demo, root, llm, variant="gold_residual", read=False).answer([_gold_question(demo)])
+    t = a.trace
+    assert llm.kinds.count("select") == 1 and "write" not in llm.kinds and a.cost.llm_calls == 1
+    assert t["selector"]["valid"] == [pick + 1] and t["observed"][0] == cand[pick]    # then the residual seeds' sources
+    assert t["rounds"][0]["policy"] == "gold" and t["rounds"][0]["queries"] == ["Who is the father of Charles Mathew?"]
+    cfg = EviReformConfig(variant="gold_residual")
+    assert (cfg.policy, cfg.retrieval, cfg.reformulation) == ("gold_residual", "evireform", "residual")
+    with pytest.raises(ConfigError, match="policy=gold_residual .* retrieval=dense has none"):
+        EviReformConfig(policy="gold_residual", retrieval="dense")
