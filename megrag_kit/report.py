@@ -13,8 +13,8 @@ from .reader import answer_options
 from .runner import check_same_texts, read_predictions, summarize
 
 # %% auto #0
-__all__ = ['load_summary', 'RunRows', 'load_runs', 'restrict_common', 'runs_from_scores', 'save_scores', 'cell', 'runs_table',
-           'method_tables', 'answer_form', 'f1_by_group', 'contrasts', 'paired_differences', 'report']
+__all__ = ['COST_COLUMNS', 'load_summary', 'RunRows', 'load_runs', 'restrict_common', 'runs_from_scores', 'save_scores', 'cell',
+           'runs_table', 'method_tables', 'answer_form', 'f1_by_group', 'contrasts', 'paired_differences', 'report']
 
 # %% ../nbs/91_report.ipynb #bf075353
 def load_summary(run_dir) -> dict:
@@ -100,10 +100,15 @@ def _union(runs, attr) -> dict:
     for r in runs: out.update(getattr(r.method, attr))
     return out
 
+COST_COLUMNS = ("llm_calls", "tokens", "prompt_tokens", "latency_s")   # per question, in every runs table
+
 def _metrics(runs, metrics=None) -> dict:
     "`{title: score key}`: `metrics` (keys, or a dict) or the union of what the runs' methods declare."
     if metrics is None: return _union(runs, "metrics")
     if isinstance(metrics, dict): return dict(metrics)
+    if bad := [k for k in metrics if k in COST_COLUMNS]:
+        raise ValueError(f"metrics: {bad[0]!r} is a cost, not a score: the costs {', '.join(COST_COLUMNS)} are columns "
+                         "of every table already; metrics names scores with intervals (f1, em, recall@10, mrr, ...)")
     known = {}
     for cls in [*(r.method for r in runs), *METHODS.values()]:
         for t, k in cls.metrics.items(): known.setdefault(k, t)
@@ -124,7 +129,7 @@ def runs_table(runs, metrics=None, common: bool = False) -> str:
     ms, extra, dg = _metrics(runs, metrics), _union(runs, "report_columns"), _digits(runs)
     sums = [r.summary() for r in runs]
     ci = lambda s, k: f"{s[k]:.{dg}f} [{s['ci'][k][0]:.{dg}f}, {s['ci'][k][1]:.{dg}f}]" if k in s else "–"
-    costs = ("llm_calls", "tokens", "prompt_tokens", "latency_s")
+    costs = COST_COLUMNS
     body = [[r.name, str(s["n"]), *(ci(s, k) for k in ms.values()), *(cell(s.get(k) or 0) for k in costs),
              *(cell(s.get(k)) for k in extra.values())] for r, s in zip(runs, sums)]
     return "\n".join(_table(["run", "n", *ms, "LLM calls/q", "tokens/q", "prompt tokens/q", "s/q", *extra], body))
