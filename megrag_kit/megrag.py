@@ -388,15 +388,34 @@ def _first_queries(self: MEGRAG, questions: list[Question]) -> list[str]:
             queries[i] = gold_query(hops, 1, {}, {})[0]
     return queries
 
+# %% ../nbs/10_megrag.ipynb #50ea3829
+@patch
+def retrieve(self: MEGRAG, queries: list[str]) -> list[list[tuple[int, float]]]:
+    """The ranked passage hits `[(pid, cosine)]` of each of a step's `queries`, one list per query in their order:
+    the store's dense top `n_p`, best first (MEGRAG paper, §Methodology, Eq. 5: the passages `C_i` is collected
+    from), searched in one batch. When this configuration selects triples (`candidate_views`), the OpenIE triples of
+    every hit passage are extracted first, in one batch, so that `candidates` reads them from the store."""
+    hits = self.store.search(queries, self.config.n_p)
+    if "triples" in self.candidate_views(): self.store.extract_triples([p for h in hits for p, _ in h])
+    return hits
+
+@patch
+def candidates(self: MEGRAG, hits: list[tuple[int, float]]) -> Candidates:
+    """`C_i` of one step from its ranked passage hits `[(pid, score)]` (`retrieve`): `collect_candidates` with this
+    configuration's `n_s`, `n_t` and views (MEGRAG paper, §Methodology, "Candidate collection"). The scores are not
+    read, so the `retrieved` ids of a saved node with any score give its candidates again; a passage whose triples
+    were not extracted yet is extracted by the store as it is read."""
+    cfg = self.config
+    return collect_candidates(self.store, hits, cfg.n_s, cfg.n_t, self.candidate_views())
+
 # %% ../nbs/10_megrag.ipynb #b08bb236
 @patch
 def _step(self: MEGRAG, step: int, questions: list[Question], graphs: list[EvidenceGraph], queries: list[str],
           active: list[int]) -> list[int]:
     "Step `step` of the questions `active` (indices): adds their nodes, updates `queries`; the ones still active."
     cfg = self.config
-    hits = self.store.search([queries[i] for i in active], cfg.n_p)
-    if "triples" in self.candidate_views(): self.store.extract_triples([p for h in hits for p, _ in h])
-    cands = [collect_candidates(self.store, h, cfg.n_s, cfg.n_t, self.candidate_views()) for h in hits]
+    hits = self.retrieve([queries[i] for i in active])
+    cands = [self.candidates(h) for h in hits]
     nodes = [Node(step, queries[i], retrieved=[p for p, _ in h], scores=[round(float(x), 4) for _, x in h])
              for i, h in zip(active, hits)]
     qs, gs = [questions[i] for i in active], [graphs[i] for i in active]

@@ -17,10 +17,11 @@ LAYERS = {
     "foundation": {"core", "jsonl", "data", "gold", "models", "retrievers", "index", "reader", "metrics", "method",
                    "kg"},
     "method": {"baselines", "megrag", "ircot", "iter_retgen", "evireform", "cara"},      # each registers its methods
-    # a foundation or method module's pieces, split off it along its seams (see PARTS): they register nothing
+    # a foundation, method or tool module's pieces, split off it along its seams (see PARTS): they register nothing
     "part": {"models_cache", "models_chat", "models_hf", "models_http", "models_embed", "models_spec", "models_llamacpp",
              "megrag_graph", "megrag_policy", "megrag_summary", "evireform_propositions", "evireform_signals",
-             "evireform_policy", "evireform_summary", "cara_causal", "cara_agents"},
+             "evireform_policy", "evireform_summary", "cara_causal", "cara_agents", "distill_teachers",
+             "distill_collect", "distill_train", "distill_hops"},
     "tool": {"distill"},                  # built on one named method (see DECLARED), used by the CLI
     "app": {"runner", "report", "viz", "reproduce", "scale", "experiment", "cli"},        # drive methods by name
 }
@@ -33,7 +34,8 @@ PARTS = {"models": ("models_cache", "models_chat", "models_hf", "models_http", "
                     "models_llamacpp"),
          "megrag": ("megrag_graph", "megrag_policy", "megrag_summary"),
          "evireform": ("evireform_propositions", "evireform_signals", "evireform_policy", "evireform_summary"),
-         "cara": ("cara_causal", "cara_agents")}
+         "cara": ("cara_causal", "cara_agents"),
+         "distill": ("distill_teachers", "distill_collect", "distill_train", "distill_hops")}
 
 # Every edge beyond the layer rule, with its reason. Nothing else crosses a layer or connects two peers.
 DECLARED = {
@@ -51,7 +53,12 @@ DECLARED = {
     ("megrag_policy", "megrag_graph"): "the policies read the graph, its nodes and the candidates",
     ("megrag_summary", "megrag_graph"): "the run summary counts the evidence compositions",
     ("cara_agents", "cara_causal"): "the agents call the causal module after each Neighbors",
-    ("distill", "megrag"): "a student of MEGRAG's single policy is trained on MEGRAG's own graph steps",
+    ("distill_teachers", "megrag"): "a student of MEGRAG's single policy is trained on MEGRAG's own graph steps, "
+                                    "built through its public methods (retrieve, candidates, policy_prompt)",
+    ("distill_collect", "megrag"): "collect runs a teacher on the single-policy MEGRAG of the distillation config",
+    ("distill_collect", "distill_teachers"): "collect writes the teachers' records",
+    ("distill_train", "distill_collect"): "training reads the collected files and their counts",
+    ("distill_hops", "distill_teachers"): "step k is compared with the gold hop k the gold teacher reads",
     **{(m, "runner"): "reads run folders or answers questions through the runner"
        for m in ("report", "viz", "reproduce", "scale")},
     ("experiment", "scale"): "runs an experiment file's runs through the grid cell runner (scale.run_jobs)",
@@ -194,7 +201,7 @@ def test_computed_imports_are_only_the_declared_ones():
 
 def test_the_parts_are_the_part_layer_and_each_has_its_method():
     assert {p for ps in PARTS.values() for p in ps} == LAYERS["part"]
-    assert set(PARTS) <= LAYERS["method"] | LAYERS["foundation"]
+    assert set(PARTS) <= LAYERS["method"] | LAYERS["foundation"] | LAYERS["tool"]
     assert all(p.startswith(f"{m}_") for m, ps in PARTS.items() for p in ps)
 
 

@@ -7,9 +7,10 @@ import pytest
 from megrag_kit.core import DataError, Question
 from megrag_kit.data import load_dataset
 from megrag_kit.distill import (check_disjoint, eval_questions, gold_examples, gold_hops, load_training, read_examples, serialize,
-                                TrainConfig, train, load_student, distill_config, collection_counts)
+                                TrainConfig, train, distill_config, collection_counts)
 from megrag_kit.jsonl import JsonlAppender, read_jsonl
 from megrag_kit.megrag import MEGRAG, EvidenceGraph
+from megrag_kit.models import adapter_hash, load_student
 from megrag_kit.method import Resources, build_method
 from conftest import ScriptedLLM, needs_shared, shared_file
 from fakes import HashEmbedder
@@ -306,7 +307,6 @@ def test_lora_targets_of_the_top_layers_only():
 
 
 def test_adapter_hash_is_deterministic_and_sensitive_to_every_byte(tmp_path):
-    from megrag_kit.distill import adapter_hash
     for d in ("a", "b"):
         (tmp_path / d).mkdir(); (tmp_path / d / "adapter_config.json").write_text('{"r": 8}')
         (tmp_path / d / "adapter_model.safetensors").write_bytes(bytes(range(256)))
@@ -348,7 +348,7 @@ def test_tables_notebook_uses_the_shipped_student_with_its_own_procedure(monkeyp
 
 
 def test_shipped_student_adapter_and_manifest_are_in_the_package():
-    from megrag_kit.distill import STUDENT_DIR, adapter_hash, shipped_student
+    from megrag_kit.distill import STUDENT_DIR, shipped_student
     if not (STUDENT_DIR / "adapter_model.safetensors").exists(): pytest.skip("no shipped adapter in this checkout")
     man = json.loads((STUDENT_DIR / "manifest.json").read_text())
     assert man["adapter_sha256"] == adapter_hash(STUDENT_DIR)                     # the files are the ones the manifest describes
@@ -369,7 +369,6 @@ def test_gold_selection_reads_the_text_the_policy_is_shown():
 @pytest.mark.slow
 def test_same_seed_and_data_give_the_same_adapter_hash_and_a_resumed_run_matches_an_unbroken_one(musique, tmp_path):
     "Retrained from scratch: the same adapter bytes; trained 2 steps, then continued to 4: the same bytes as 4 unbroken steps."
-    from megrag_kit.distill import adapter_hash
     ds, sroot = musique
     llm = ScriptedLLM(openie); llm.model_id = f"scripted-{uuid.uuid4().hex}"
     m = MEGRAG(distill_config({"n_s": 2, "n_t": 2}), Resources(ds, llm=llm, embedder=HashEmbedder(), store_root=sroot))
@@ -409,7 +408,7 @@ def test_batch_loss_on_the_output_positions_equals_the_models_own_loss():
 
 def test_adapter_config_is_normalized_to_machine_independent_bytes(tmp_path):
     "The cache path of the base and peft's set order of target modules do not reach the adapter's hash."
-    from megrag_kit.distill import adapter_hash, normalize_adapter_config
+    from megrag_kit.distill import normalize_adapter_config
     for d, path, mods in (("a", "/root/.cache/x", ["q_proj", "k_proj"]), ("b", "/home/u/.cache/y", ["k_proj", "q_proj"])):
         (tmp_path / d).mkdir()
         (tmp_path / d / "adapter_config.json").write_text(json.dumps({"target_modules": mods, "base_model_name_or_path": path, "r": 8}))

@@ -266,10 +266,12 @@ FOUNDATION = {"00_core": "core", "00a_jsonl": "jsonl", "01_data": "data", "02_mo
               "90_runner": "runner", "91_report": "report", "92_viz": "viz"}
 
 
-# a method module split into parts: each part's API is checked as the foundation's is
+# a method (or tool) module split into parts: each part's API is checked as the foundation's is
 SPLIT_METHOD = {"20_evireform": "evireform", "20a_evireform_propositions": "evireform_propositions",
                 "20b_evireform_signals": "evireform_signals", "20c_evireform_policy": "evireform_policy",
-                "20d_evireform_summary": "evireform_summary"}
+                "20d_evireform_summary": "evireform_summary", "40_distill": "distill",
+                "40a_distill_teachers": "distill_teachers", "40b_distill_collect": "distill_collect",
+                "40c_distill_train": "distill_train", "40d_distill_hops": "distill_hops"}
 
 
 @pytest.mark.parametrize("stem,mod", {**FOUNDATION, **SPLIT_METHOD}.items())
