@@ -19,9 +19,9 @@ LAYERS = {
     "method": {"baselines", "megrag", "ircot", "iter_retgen", "evireform", "cara"},      # each registers its methods
     # a foundation, method or tool module's pieces, split off it along its seams (see PARTS): they register nothing
     "part": {"models_cache", "models_chat", "models_hf", "models_http", "models_embed", "models_spec", "models_llamacpp",
-             "megrag_graph", "megrag_policy", "megrag_summary", "evireform_propositions", "evireform_signals",
-             "evireform_policy", "evireform_summary", "cara_causal", "cara_agents", "distill_teachers",
-             "distill_collect", "distill_train", "distill_hops"},
+             "index_views", "index_openie", "megrag_graph", "megrag_policy", "megrag_summary", "evireform_propositions",
+             "evireform_signals", "evireform_policy", "evireform_summary", "cara_causal", "cara_agents",
+             "distill_teachers", "distill_collect", "distill_train", "distill_hops"},
     "tool": {"distill"},                  # built on one named method (see DECLARED), used by the CLI
     "app": {"runner", "report", "viz", "reproduce", "scale", "experiment", "cli"},        # drive methods by name
 }
@@ -32,6 +32,7 @@ MAY_IMPORT = {"foundation": {"foundation"}, "method": {"foundation"}, "part": {"
 # parts before it, and nothing else imports a part (a caller imports the split module's names).
 PARTS = {"models": ("models_cache", "models_chat", "models_hf", "models_http", "models_embed", "models_spec",
                     "models_llamacpp"),
+         "index": ("index_views", "index_openie"),
          "megrag": ("megrag_graph", "megrag_policy", "megrag_summary"),
          "evireform": ("evireform_propositions", "evireform_signals", "evireform_policy", "evireform_summary"),
          "cara": ("cara_causal", "cara_agents"),
@@ -50,6 +51,7 @@ DECLARED = {
     ("models_spec", "models_http"): "the LLM options name the HTTP backend's response formats and token fields",
     ("models_llamacpp", "models_hf"): "`smollm2-135m@llamacpp` is the GGUF file the transformers default ships",
     ("models_llamacpp", "models_spec"): "a `...@llamacpp` spec is read by the one spec parser",
+    ("index_openie", "index_views"): "the parser's triple view (ParsedView) is an ExtractedView filled by a parser",
     ("megrag_policy", "megrag_graph"): "the policies read the graph, its nodes and the candidates",
     ("megrag_summary", "megrag_graph"): "the run summary counts the evidence compositions",
     ("cara_agents", "cara_causal"): "the agents call the causal module after each Neighbors",
