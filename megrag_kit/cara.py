@@ -385,9 +385,9 @@ def contrast_note(run_a, run_b) -> str:
     (the gold policy does not call it). Observed, when none of these holds: the same ranking on every paired question
     (`identical rankings on all n questions`), and, for a causal contrast whose `full`/`count` side never called the
     causal module (no Neighbors result), that the two differ only by the agents' sampling."""
-    from megrag_kit.jsonl import read_jsonl          # the foundation's reader: a method never imports the runner
+    from megrag_kit.jsonl import predictions_file, read_jsonl   # the foundation's: a method never imports the runner
     man = [json.loads((Path(d) / "run.json").read_text()) for d in (run_a, run_b)]
-    rows = [{r["id"]: r for r in read_jsonl(Path(d) / "predictions.jsonl", what="prediction") if not r.get("failed")}
+    rows = [{r["id"]: r for r in read_jsonl(predictions_file(d), what="prediction") if not r.get("failed")}
             for d in (run_a, run_b)]                # the latest row per question id, as the runner reads them
     ids = sorted(set(rows[0]) & set(rows[1]))
     if not ids: return "no question in common"

@@ -10,6 +10,7 @@ import typer
 from .core import DataError, OptionError, set_seed, set_threads, resolve_device
 from .data import DATASETS, load_dataset
 from .index import VIEW_FACTORIES, StoreOptions
+from .jsonl import predictions_file
 from .models import ModelCallError, ModelOptions, check_model_spec, spec_forms
 from .retrievers import IndexMismatchError
 from .method import ConfigError, Resources, discover, get_method
@@ -19,10 +20,10 @@ from .runner import (RunLockedError, RunMismatchError, check_run_folder, compare
 from .report import report as report_md
 
 # %% auto #0
-__all__ = ['app', 'FRIENDLY_ERRORS', 'STORE_OPTIONS', 'distill_app', 'scale_app', 'experiment_app', 'friendly', 'parse_options',
-           'parse_sets', 'store_views', 'run', 'methods', 'index', 'compare', 'report', 'datasets', 'main', 'reproduce',
-           'distill_collect', 'distill_train', 'distill_hops', 'scale_extract', 'scale_grid', 'experiment_run',
-           'experiment_report', 'experiment_from_runs', 'explore']
+__all__ = ['app', 'FRIENDLY_ERRORS', 'STORE_OPTIONS', 'distill_app', 'scale_app', 'experiment_app', 'runs_app', 'friendly',
+           'parse_options', 'parse_sets', 'store_views', 'run', 'methods', 'index', 'compare', 'report', 'datasets',
+           'main', 'reproduce', 'distill_collect', 'distill_train', 'distill_hops', 'scale_extract', 'scale_grid',
+           'experiment_run', 'experiment_report', 'experiment_from_runs', 'runs_compact', 'explore']
 
 # %% ../nbs/99_cli.ipynb #2f3ec467
 app = typer.Typer(add_completion=False,
@@ -415,7 +416,7 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
 @distill_app.command("hops")
 @friendly
 def distill_hops(runs: list[Path] = typer.Argument(..., help="finished MEGRAG run folders (run.json, "
-                                                  "predictions.jsonl)"),
+                                                  "predictions.jsonl or .gz)"),
                  data_dir: Path = typer.Option(None)):
     """For each run, a Markdown table of where its trajectories go wrong hop by hop (`distill.hop_diagnosis`): step k
     against gold hop k, retrieved, cited, read, stopped."""
@@ -428,7 +429,7 @@ def distill_hops(runs: list[Path] = typer.Argument(..., help="finished MEGRAG ru
         if not name: raise DataError("no dataset recorded", file=run / "run.json", field="dataset")
         if name not in datasets: datasets[name] = load_dataset(name, data_dir)
         ds = datasets[name]
-        rows = read_predictions(run / "predictions.jsonl")          # the latest row per question of a resumed run
+        rows = read_predictions(predictions_file(run))          # the latest row per question of a resumed run
         typer.echo(f"## {run} ({len(rows)} questions, {name})\n")
         diag = hop_diagnosis(rows, {q.qid: q for q in ds.questions}, ds.corpus)
         typer.echo((hop_table(diag) if diag else "no question of this run has gold hops (a MuSiQue decomposition or "
@@ -579,6 +580,30 @@ def experiment_from_runs(runs: list[Path] = typer.Argument(..., help="run folder
     if out: out.write_text(text); typer.echo(f"wrote {out}")
     else: typer.echo(text, nl=False)
 
+# %% ../nbs/99_cli.ipynb #4a3ee0bf
+runs_app = typer.Typer(help="Run folders as they are stored: compress the predictions of finished runs.",
+                       no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+
+@runs_app.command("compact")
+@friendly
+def runs_compact(run_dirs: list[Path] = typer.Argument(..., help="run folders (run.json, predictions.jsonl, "
+                                                       "summary.json)"),
+                 dry_run: bool = typer.Option(False, help="print what would be compressed; write nothing")):
+    """Gzip the predictions.jsonl of each finished run folder (summary.json there, no run.lock) into
+    predictions.jsonl.gz, deterministically, check it reads back to the same rows, remove the .jsonl; print the
+    bytes before and after. A folder not finished, being run, already compressed or without predictions is skipped
+    with the reason."""
+    from megrag_kit.runner import compact_run
+    before = after = 0
+    for d in run_dirs:
+        c = compact_run(d, dry_run)
+        if c["action"] == "skipped": typer.echo(f"skipped   {d}: {c['reason']}"); continue
+        before += c["before"]; after += c["after"]
+        typer.echo(f"{c['action']:9s} {d}: {c['before']:,} -> {c['after']:,} bytes")
+    if before:
+        typer.echo(f"{'would be ' if dry_run else ''}{before:,} -> {after:,} bytes ({100 * after / before:.1f}%)")
+
 # %% ../nbs/99_cli.ipynb #6c85ae2d
 @app.command()
 @friendly
@@ -588,8 +613,7 @@ def explore(run: Path = typer.Argument(..., help="a run folder (megrag-kit run .
     evidence units by granularity, gold passages starred, the relation on each edge, STOP). Exit status 1 when RUN
     has no predictions."""
     from megrag_kit.viz import RunView, explore_html
-    if not (run / "predictions.jsonl").exists():
-        raise FileNotFoundError(f"{run}: no predictions.jsonl (not a run folder)")
+    predictions_file(run, required=True)          # FileNotFoundError naming both forms: not a run folder
     view = RunView(run)
     out = html or run / "explorer.html"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -4,12 +4,42 @@
 
 # %% ../nbs/00a_jsonl.ipynb #9df87d2e
 from __future__ import annotations
-import json, os, warnings
+import gzip, io, json, os, shutil, warnings
 from pathlib import Path
 from .core import DataError
 
 # %% auto #0
-__all__ = ['read_jsonl', 'JsonlAppender']
+__all__ = ['PREDICTIONS', 'jsonl_path', 'predictions_file', 'open_jsonl', 'read_jsonl', 'unzip_jsonl', 'JsonlAppender',
+           'gzip_bytes', 'compress_jsonl']
+
+# %% ../nbs/00a_jsonl.ipynb #bc1f367a
+PREDICTIONS = "predictions.jsonl"
+
+def jsonl_path(path, required: bool = False) -> Path:
+    """The file that holds the JSON Lines records `path` names (`x.jsonl` or `x.jsonl.gz`, either spelling): `path`
+    itself when it exists, else its other form (`x.jsonl.gz` for `x.jsonl`, the gzip one written by
+    `compress_jsonl`; `x.jsonl` for `x.jsonl.gz`), else the plain `x.jsonl` (where `JsonlAppender` would write).
+    `required=True`: `FileNotFoundError` naming both files when neither exists."""
+    path = Path(path)
+    plain = path.with_name(path.name[:-3]) if path.name.endswith(".gz") else path
+    gz = plain.with_name(plain.name + ".gz")
+    for f in (path, plain, gz):
+        if f.exists(): return f
+    if required: raise FileNotFoundError(f"{plain.parent}: neither {plain.name} nor {gz.name} exists")
+    return plain
+
+def predictions_file(run_dir, required: bool = False) -> Path:
+    """The predictions of the run folder `run_dir`: `predictions.jsonl`, else `predictions.jsonl.gz` (a finished
+    run stored compressed), else the plain name. `required=True`: `FileNotFoundError` naming the folder and both
+    files when neither exists (not a run folder, or one that answered nothing yet)."""
+    return jsonl_path(Path(run_dir) / PREDICTIONS, required)
+
+def open_jsonl(path):
+    """The JSON Lines file `path` names (`jsonl_path`, required: `FileNotFoundError` naming both forms when neither
+    exists) opened for reading as UTF-8 text, decompressed when it is the `.gz` one: for a script that reads lines
+    itself (`read_jsonl` is the kit's reader)."""
+    f = jsonl_path(path, required=True)
+    return gzip.open(f, "rt", encoding="utf-8") if f.name.endswith(".gz") else open(f, encoding="utf-8")
 
 # %% ../nbs/00a_jsonl.ipynb #9ef4042d
 def _glued(line: str):
@@ -24,15 +54,20 @@ def _glued(line: str):
 
 # %% ../nbs/00a_jsonl.ipynb #cc2cc953
 def read_jsonl(path, what: str = "record") -> list[dict]:
-    """The JSON objects of an append-only JSON Lines file, in order; `[]` when the file does not exist.
+    """The JSON objects of an append-only JSON Lines file, in order; `[]` when the file does not exist. Its gzip form
+    is read too: `path` is looked up by `jsonl_path` (`x.jsonl`, else `x.jsonl.gz`), and a name ending in `.gz` is
+    decompressed (`DataError` naming the file when it is not gzip data or is cut short).
 
     A last line without its newline (the torn tail of a killed writer) is dropped with a `RuntimeWarning` naming
     the file and line. A line glued onto a torn one yields its record, with a warning. Any other line that is not
     a JSON object raises `DataError` naming the file and line (`what` names the records in messages). Non-UTF-8
     bytes raise `DataError` too."""
-    path = Path(path)
+    path = jsonl_path(path)
     if not path.exists(): return []
     data = path.read_bytes()
+    if path.name.endswith(".gz"):
+        try: data = gzip.decompress(data)
+        except (OSError, EOFError) as e: raise DataError(f"not a whole gzip file ({e})", file=path) from None
     try: text = data.decode("utf-8")
     except UnicodeDecodeError as e: raise DataError(f"not UTF-8 at byte {e.start}", file=path) from None
     lines = text.split("\n")
@@ -62,23 +97,43 @@ def _lock(fh, exclusive: bool = True):
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_UN)
     except (ImportError, OSError): pass      # no advisory locks here (Windows, some network file systems)
 
+# %% ../nbs/00a_jsonl.ipynb #031f934a
+def unzip_jsonl(path) -> bool:
+    """Restore the JSON Lines file `path` from its gzip form `path.gz` when only that exists, so that it can be
+    appended to: the records are written to a temporary file beside it, renamed to `path` (a kill leaves the `.gz`
+    alone, or the whole file), then the `.gz` is removed. When both exist (a kill between the rename and the
+    removal), the `.gz` is removed. Returns whether a `.gz` was removed."""
+    path = Path(path); gz = path.with_name(path.name + ".gz")
+    if not gz.exists(): return False
+    if not path.exists():
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            with gzip.open(gz, "rb") as src, open(tmp, "wb") as dst: shutil.copyfileobj(src, dst)
+            os.replace(tmp, path)
+        finally: tmp.unlink(missing_ok=True)
+    gz.unlink()
+    return True
+
 # %% ../nbs/00a_jsonl.ipynb #5df9e4a2
 class JsonlAppender:
     """Append JSON objects as lines to `path`, safely: `with JsonlAppender(path) as log: log.write(obj)`.
 
     Each `write` locks the file, drops a torn tail left by a killed writer (a `RuntimeWarning` naming the file and
     the bytes dropped), writes one line (`ensure_ascii=False`), flushes, and unlocks. `fsync=True` also forces each
-    line to disk (survives a power cut, slower). The parent folder is created."""
+    line to disk (survives a power cut, slower). The parent folder is created. The file is opened at the first
+    `write` (a block that writes nothing leaves no file); when only its gzip form `path.gz` exists (a finished file
+    stored compressed), that first write restores `path` from it (`unzip_jsonl`) and appends after its records."""
     def __init__(self, path, fsync: bool = False, what: str = "record"):
-        self.path, self.fsync, self.what, self._fh = Path(path), fsync, what, None
+        self.path, self.fsync, self.what, self._fh, self._open = Path(path), fsync, what, None, False
 
     def __enter__(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "a+b")
+        self._open = True
         return self
 
     def __exit__(self, *exc):
-        self._fh.close(); self._fh = None
+        if self._fh is not None: self._fh.close()
+        self._fh, self._open = None, False
 
     def _drop_torn_tail(self):
         fh = self._fh
@@ -98,7 +153,8 @@ class JsonlAppender:
 
     def write(self, obj: dict):
         "Append `obj` as one JSON line (see the class docstring)."
-        if self._fh is None: raise RuntimeError("JsonlAppender.write outside its `with` block")
+        if not self._open: raise RuntimeError("JsonlAppender.write outside its `with` block")
+        if self._fh is None: unzip_jsonl(self.path); self._fh = open(self.path, "a+b")
         line = (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
         _lock(self._fh)
         try:
@@ -106,3 +162,32 @@ class JsonlAppender:
             self._fh.seek(0, os.SEEK_END); self._fh.write(line); self._fh.flush()
             if self.fsync: os.fsync(self._fh.fileno())
         finally: _lock(self._fh, exclusive=False)
+
+# %% ../nbs/00a_jsonl.ipynb #30b1681a
+def gzip_bytes(data: bytes) -> bytes:
+    "`data` gzipped deterministically: level 9, an empty file name and mtime 0 in the header."
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", compresslevel=9, fileobj=buf, mtime=0) as z: z.write(data)
+    return buf.getvalue()
+
+def compress_jsonl(path, dry_run: bool = False, what: str = "record") -> tuple[int, int]:
+    """Replace the JSON Lines file `path` (`x.jsonl`) by `x.jsonl.gz` (`gzip_bytes`); returns `(bytes before, bytes
+    after)`. The `.gz` is written to a temporary file and renamed, then read back: its bytes must decompress to the
+    file's and its records (`read_jsonl`) be the same, else it is removed and `DataError` names the file; the plain
+    file is removed last. `dry_run=True` computes both sizes and writes nothing. `FileNotFoundError` when `path`
+    does not exist. Only for a file no process appends to (a finished run: `runner.compact_run` checks)."""
+    path = Path(path)
+    if not path.is_file(): raise FileNotFoundError(f"{path}: no such file to compress")
+    data = path.read_bytes(); packed = gzip_bytes(data)
+    if dry_run: return len(data), len(packed)
+    gz, tmp = path.with_name(path.name + ".gz"), path.with_name(f".{path.name}.gz.{os.getpid()}.tmp")
+    try: tmp.write_bytes(packed); os.replace(tmp, gz)
+    finally: tmp.unlink(missing_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")        # a torn tail warns once per read; both reads drop it alike
+        same = gzip.decompress(gz.read_bytes()) == data and read_jsonl(gz, what) == read_jsonl(path, what)
+    if not same:
+        gz.unlink(); raise DataError("its gzip copy did not read back to the same records; left uncompressed",
+                                     file=path)
+    path.unlink()
+    return len(data), len(packed)

@@ -9,6 +9,7 @@ from pathlib import Path
 from .core import stable_hash, unit_id, unit_pid
 from .metrics import normalize_answer
 from .gold import GoldHop, fill_hop
+from .jsonl import PREDICTIONS, jsonl_path, open_jsonl
 from .megrag_graph import COMPOSITIONS, Candidates, EvidenceGraph, Node, graph_summary
 
 # %% auto #0
@@ -227,12 +228,13 @@ def ranked_retrieval(graph: EvidenceGraph, ranking: str = "score") -> list[int]:
 # %% ../nbs/10b_megrag_policy.ipynb #6d97e33e
 def relation_bank(run_dir) -> list[tuple[str, str]]:
     """`[(question id, relation)]` of every continue node in a run's traces (`run_dir/predictions.jsonl`, or that file
-    itself), in file order. `FileNotFoundError` naming the path when there is no such file; `ValueError` when it
-    holds no relation."""
-    f = Path(run_dir); f = f / "predictions.jsonl" if f.is_dir() else f
+    itself; either may be its gzip form), in file order. `FileNotFoundError` naming the path when there is no such file;
+    `ValueError` when it holds no relation."""
+    f = Path(run_dir); f = jsonl_path(f / PREDICTIONS if f.is_dir() else f)
     if not f.exists(): raise FileNotFoundError(f"relation_bank: {f} does not exist (give a finished MEGRAG run folder)")
     out = []
-    for i, line in enumerate(f.read_text(encoding="utf-8").splitlines()):
+    with open_jsonl(f) as fh: lines = fh.read().splitlines()
+    for i, line in enumerate(lines):
         try: row = json.loads(line)
         except json.JSONDecodeError: continue
         for n in (row.get("trace") or {}).get("nodes", []):

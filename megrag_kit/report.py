@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from .method import METHODS, Method, discover
+from .jsonl import predictions_file
 from .metrics import paired_bootstrap
 from .reader import answer_options
 from .runner import check_same_texts, read_predictions, summarize
@@ -43,16 +44,16 @@ class RunRows:
 
 # %% ../nbs/91_report.ipynb #98f999b0
 def load_runs(run_dirs, common: bool = False) -> list[RunRows]:
-    """A `RunRows` per run folder (`run.json` and `predictions.jsonl`); `common=True` keeps only the questions every
-    run answered. `FileNotFoundError` naming a folder without its files."""
+    """A `RunRows` per run folder (`run.json` and `predictions.jsonl`, or its gzip form); `common=True` keeps only the
+    questions every run answered. `FileNotFoundError` naming a folder without its files."""
     discover()
     runs = []
     for d in map(Path, run_dirs):
-        if not (d / "run.json").exists() or not (d / "predictions.jsonl").exists():
-            raise FileNotFoundError(f"{d}: no run.json or predictions.jsonl (run `megrag-kit run` into this folder "
-                                    "first)")
+        if not (d / "run.json").exists() or not predictions_file(d).exists():
+            raise FileNotFoundError(f"{d}: no run.json or predictions.jsonl(.gz) (run `megrag-kit run` into this "
+                                    "folder first)")
         mf = json.loads((d / "run.json").read_text())
-        rows = {r["id"]: r for r in read_predictions(d / "predictions.jsonl") if not r.get("failed")}
+        rows = {r["id"]: r for r in read_predictions(predictions_file(d)) if not r.get("failed")}
         runs.append(RunRows(d.name, rows, METHODS.get(mf.get("method"), Method), mf.get("params", {}),
                             mf.get("run_name", mf.get("method", "")), d))
     return restrict_common(runs) if common else runs

@@ -11,6 +11,7 @@ from pathlib import Path
 from .core import DataError, check_device, stable_hash, set_seed, resolve_device
 from .data import load_dataset
 from .index import StoreOptions, restrict
+from .jsonl import PREDICTIONS, predictions_file
 from .method import (ConfigError, Resources, build_method, check_method_version, get_method,
                                method_version)
 from .models import NAMED_MODELS, build_model, check_llm_options, check_model_spec, parse_model_spec
@@ -178,7 +179,7 @@ class Experiment:
         s = run_questions(m, res.dataset, folder, lim, bs, seed=self.params["seed"], show_progress=False,
                           manifest=dict(device=self.device, experiment=self.name, **index, **opts))
         ids = [q.qid for q in (res.dataset.questions[:lim] if lim else res.dataset.questions)]
-        rows = [r for r in read_predictions(folder / "predictions.jsonl")
+        rows = [r for r in read_predictions(predictions_file(folder))
                 if r["id"] in set(ids) and not r.get("failed")]
         print(f"    F1 {s.get('f1', float('nan')):.2f} on {s['n']} questions, {time.perf_counter() - t0:.1f} s",
               flush=True)
@@ -231,7 +232,7 @@ def _dry_missing(self: Experiment, folder: Path, dataset, lim) -> int:
     """For a dry run: the number of the first `lim` questions of `dataset` that the run folder `folder` has no
     answer for (a failed row counts as missing), recorded as one line of the `$MEGRAG_KIT_DRY_RUN` file."""
     qs = dataset.questions[:lim] if lim else dataset.questions
-    todo = len(_todo(folder / "predictions.jsonl", qs, folder, False))     # what `run` would answer, and no more
+    todo = len(_todo(folder / PREDICTIONS, qs, folder, False))     # what `run` would answer, and no more
     with open(self.dry, "a") as f:
         f.write(json.dumps(dict(notebook=self.name, folder=str(folder), questions=len(qs), to_answer=todo)) + "\n")
     return todo
@@ -311,15 +312,16 @@ def not_read(self: Experiment, manifest: dict, read_committed: str = "same_model
 
 # %% ../nbs/95_reproduce.ipynb #6781a254
 def read_run(folder, limit: int | None = None) -> tuple[dict, list[dict]]:
-    """`(manifest, rows)` of the run folder `folder`: its `run.json` and the first `limit` (all when `None`) rows of
-    its `predictions.jsonl` that did not fail. `StaleRunError` (`check_method_version`) when the run was made by an
-    older version of its method than the code's; `FileNotFoundError` naming a missing file."""
+    """`(manifest, rows)` of the run folder `folder`: its `run.json` and the first `limit` (all when `None`) rows of its
+    `predictions.jsonl` (or `predictions.jsonl.gz`) that did not fail. `StaleRunError` (`check_method_version`) when the
+    run was made by an older version of its method than the code's; `FileNotFoundError` naming a missing file."""
     folder = Path(folder)
     for f in ("run.json", "predictions.jsonl"):
-        if not (folder / f).exists(): raise FileNotFoundError(f"{folder} has no {f}: not a finished run folder")
+        if not (folder / f).exists() and not (folder / f"{f}.gz").exists():
+            raise FileNotFoundError(f"{folder} has no {f}: not a finished run folder")
     mf = json.loads((folder / "run.json").read_text())
     check_method_version(mf, folder)
-    return mf, [r for r in read_predictions(folder / "predictions.jsonl") if not r.get("failed")][:limit]
+    return mf, [r for r in read_predictions(predictions_file(folder)) if not r.get("failed")][:limit]
 
 def _started(mf: dict) -> str:
     "The last start of a run (its invocations' `started`, ISO strings sort as times)."
@@ -327,18 +329,18 @@ def _started(mf: dict) -> str:
 
 def newest_run(root, method: str, dataset: str, options: dict | None = None, manifest: dict | None = None,
                min_questions: int = 1) -> Path:
-    """The newest run folder directly under `root` (with `run.json` and `predictions.jsonl`) of `method` on
-    `dataset` whose recorded `params` hold each of `options` (converted by the method's `Config`, as a run records
-    them), whose `run.json` holds each field of `manifest` (e.g. `{"openie_backend": "parser"}`) and whose method
-    version is the code's (`Method.VERSION`), with at least `min_questions` questions. Newest: the latest start among
-    its invocations, then the most questions. `FileNotFoundError` naming what was looked for, and the folders that
+    """The newest run folder directly under `root` (with `run.json` and `predictions.jsonl`, or its gzip form) of
+    `method` on `dataset` whose recorded `params` hold each of `options` (converted by the method's `Config`, as a run
+    records them), whose `run.json` holds each field of `manifest` (e.g. `{"openie_backend": "parser"}`) and whose
+    method version is the code's (`Method.VERSION`), with at least `min_questions` questions. Newest: the latest start
+    among its invocations, then the most questions. `FileNotFoundError` naming what was looked for, and the folders that
     match but were made by an older version of the method (`ConfigError` for an option the method does not have)."""
     cls = get_method(method)
     opts = options or {}
     want = {k: v for k, v in cls.Config.from_dict(opts, owner=method).to_dict().items() if k in opts}
     found, stale = [], []
     for f in sorted(Path(root).glob("*/run.json")):
-        if not (f.parent / "predictions.jsonl").exists(): continue
+        if not predictions_file(f.parent).exists(): continue
         mf = json.loads(f.read_text())
         if mf.get("method") != method or mf.get("dataset") != dataset: continue
         if any(mf.get("params", {}).get(k) != v for k, v in want.items()): continue

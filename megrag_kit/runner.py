@@ -11,7 +11,7 @@ from importlib import metadata
 from pathlib import Path
 from tqdm.auto import tqdm
 from .core import Dataset, DataError, Heartbeat, Question, stable_hash, thread_settings
-from .jsonl import JsonlAppender, read_jsonl
+from .jsonl import PREDICTIONS, JsonlAppender, compress_jsonl, predictions_file, read_jsonl
 from .models import Cost, CostMeter, ModelCallError
 from .metrics import (exact_match, f1_score, answer_containment, retrieval_scores, bootstrap_ci,
                                 paired_bootstrap)
@@ -22,7 +22,8 @@ from .index import index_line
 # %% auto #0
 __all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'LOCK_FILE', 'SUMMARY_LEGEND', 'score', 'summarize', 'read_predictions', 'versions',
            'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'RunLockedError', 'lock_run_folder', 'index_stage',
-           'estimate_calls', 'run_banner', 'latency_basis', 'run', 'format_summary', 'check_same_texts', 'compare_runs']
+           'estimate_calls', 'run_banner', 'latency_basis', 'run', 'format_summary', 'check_same_texts', 'compare_runs',
+           'compact_run']
 
 # %% ../nbs/90_runner.ipynb #d6a8652b
 RETRIEVAL_KS = (1, 2, 5, 10, 20)
@@ -89,9 +90,10 @@ def summarize(rows: list[dict]) -> dict:
 
 # %% ../nbs/90_runner.ipynb #ff5bf853
 def read_predictions(path) -> list[dict]:
-    """The rows (dicts) of a `predictions.jsonl`, the latest row per question id, in the order ids first appear;
-    `[]` if the file does not exist. A torn last line is dropped with a warning (`read_jsonl`); a line that is not a
-    JSON object, or has no `id`, raises `DataError` naming the file and line."""
+    """The rows (dicts) of a `predictions.jsonl` (or of its gzip form `predictions.jsonl.gz`, `jsonl_path`), the latest
+    row per question id, in the order ids first appear; `[]` if neither file exists. A torn last line is dropped with a
+    warning (`read_jsonl`); a line that is not a JSON object, or has no `id`, raises `DataError` naming the file and
+    line."""
     rows = read_jsonl(path, what="prediction")
     for i, r in enumerate(rows):
         if "id" not in r: raise DataError("prediction row has no 'id'", file=path, record=i, field="id")
@@ -418,7 +420,7 @@ def _finish(method: Method, out: Path, mf: dict, qs: list[Question], n_failed: i
     mf["models"] = {**(mf.get("models") or {}), **method.res.loaded()}
     if write: (out / "run.json").write_text(json.dumps(mf, indent=1))
     ids = {q.qid for q in qs}
-    rows = [r for r in read_predictions(out / "predictions.jsonl") if r["id"] in ids]
+    rows = [r for r in read_predictions(predictions_file(out)) if r["id"] in ids]
     scored = [r for r in rows if not r.get("failed")]
     summary = {**summarize(rows), **type(method).summarize(scored), "manifest": mf}
     if index: summary["index_build"] = index
@@ -437,12 +439,12 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     `failed`, retried on the next run) and `out/summary.json`. Before the first question, the store indexes the
     method searches are built as a stage of their own (`index_stage`: its own progress bar, its time printed as
     `indexing: ...` and kept in the summary's `index_build`); the question bar's s/q counts answering time only. A
-    run whose questions are all answered already is read and summarized without writing anything (its identity
-    still checked), so re-reading committed runs changes no file. `ValueError` for `limit < 1`, `batch_size < 1`
-    or an `out` that is a file; `RunMismatchError` (a `ValueError`) if `out` holds another run (the message names
-    each differing field with both values) or if a model's identity changed since the run began; `RunLockedError` (a
-    `ValueError`) at once, naming the folder and the holder's PID, while another process runs in `out`
-    (`lock_run_folder`: the folder is locked for the whole run)."""
+    run whose questions are all answered already is read and summarized without writing anything (its identity still
+    checked), so re-reading committed runs changes no file (a `.gz` one stays so: `compact_run`). `ValueError` for
+    `limit < 1`, `batch_size < 1` or an `out` that is a file; `RunMismatchError` (a `ValueError`) if `out` holds
+    another run (the message names each differing field with both values) or if a model's identity changed since the
+    run began; `RunLockedError` (a `ValueError`) at once, naming the folder and the holder's PID, while another
+    process runs in `out` (`lock_run_folder`: the folder is locked for the whole run)."""
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1 (or None for every question), got {limit}")
     if batch_size < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -453,7 +455,7 @@ def _run_held(method: Method, dataset: Dataset, out: Path, limit, batch_size: in
               manifest: dict | None) -> dict:
     "`run` in the folder `out`, which this process holds (`lock_run_folder`)."
     qs = dataset.questions[:limit] if limit else dataset.questions
-    pf = out / "predictions.jsonl"
+    pf = out / PREDICTIONS              # read as it is stored (a .gz when compressed); the first new row restores it
     done = (out / "run.json").exists() and not _todo(pf, qs, out, False)     # complete: read, never rewritten
     mf = _start_manifest(method, dataset, out, qs, limit, batch_size, seed, manifest, write=not done)
     todo = _todo(pf, qs, out, show_progress)
@@ -572,8 +574,8 @@ def compare_runs(a, b, metrics=("f1", "em"), common: bool = False) -> dict:
     none; the pairs are then the shared ids, e.g. the first 32 questions of a 200-question run beside a 32-question
     one), or an id's question text differs (runs of two datasets that reuse ids), or a folder has no predictions."""
     a, b = Path(a), Path(b)
-    ra = {r["id"]: r for r in read_predictions(a / "predictions.jsonl")}
-    rb = {r["id"]: r for r in read_predictions(b / "predictions.jsonl")}
+    ra = {r["id"]: r for r in read_predictions(predictions_file(a))}
+    rb = {r["id"]: r for r in read_predictions(predictions_file(b))}
     _same_questions(a, b, ra, rb, common)
     out = {}
     for m in metrics:
@@ -581,3 +583,27 @@ def compare_runs(a, b, metrics=("f1", "em"), common: bool = False) -> dict:
                                {k: 100 * r[m] for k, r in rb.items() if m in r})
         out[m] = {k: round(v, 3) if isinstance(v, float) else v for k, v in res.items()}
     return out
+
+# %% ../nbs/90_runner.ipynb #1cc6c684
+def compact_run(folder, dry_run: bool = False) -> dict:
+    """Store the predictions of the finished run folder `folder` gzipped: `predictions.jsonl` becomes
+    `predictions.jsonl.gz` (`compress_jsonl`), under the folder's lock (`lock_run_folder`). Returns `{folder,
+    action, reason, before, after}` (bytes): `action` is `'compressed'`, `'would compress'` (`dry_run=True`: nothing
+    written) or `'skipped'` with its `reason`: no predictions (not a run folder), already compressed, no
+    `summary.json` (unfinished), a `run.lock` (a run in progress here, or one that was killed: finish it first), or
+    another process holding the lock. `DataError` when the gzip copy does not read back (the file is kept)."""
+    folder = Path(folder); pf = folder / PREDICTIONS
+    out = dict(folder=str(folder), action="skipped", reason=None, before=None, after=None)
+    found = predictions_file(folder)
+    if not found.exists(): return {**out, "reason": "no predictions.jsonl (not a run folder)"}
+    if found != pf: return {**out, "reason": "already compressed", "after": found.stat().st_size}
+    if not (folder / "summary.json").exists(): return {**out, "reason": "unfinished: no summary.json"}
+    if (folder / LOCK_FILE).exists():
+        return {**out, "reason": f"{LOCK_FILE} present: a run is in progress here (or was killed: run it again)"}
+    if dry_run:
+        before, after = compress_jsonl(pf, dry_run=True)
+        return {**out, "action": "would compress", "before": before, "after": after}
+    try:
+        with lock_run_folder(folder): before, after = compress_jsonl(pf, what="prediction")
+    except RunLockedError as e: return {**out, "reason": str(e)}
+    return {**out, "action": "compressed", "before": before, "after": after}

@@ -10,7 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from .core import Dataset, check_choice, resolve_device, set_seed
 from .data import load_dataset
-from .jsonl import JsonlAppender, read_jsonl
+from .jsonl import JsonlAppender, predictions_file, read_jsonl
 from .index import VIEW_FACTORIES, StoreOptions, named_view
 from .models import Cost, ModelOptions
 from .method import Resources, build_method, discover, get_method
@@ -265,7 +265,7 @@ def cell_state(cell: dict, qids: list[str], llm: str | None, embedder: str | Non
                 llm=llm, embedder=embedder, seed=cell["seed"])
     diff = [k for k, v in want.items() if old.get(k) != v]
     if diff: return f"other run: {', '.join(diff)} differ"
-    done = {r["id"] for r in read_predictions(out / "predictions.jsonl") if not r.get("failed")}
+    done = {r["id"] for r in read_predictions(predictions_file(out)) if not r.get("failed")}
     return "complete" if (out / "summary.json").exists() and set(qids) <= done else "todo"
 
 # %% ../nbs/96_scale.ipynb #59cc8536

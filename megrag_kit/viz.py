@@ -7,6 +7,7 @@ from __future__ import annotations
 import html, json, re
 from pathlib import Path
 from .core import DataError, Passage, parse_unit_id
+from .jsonl import predictions_file
 from .method import Method, get_method
 from .runner import read_predictions
 
@@ -125,7 +126,7 @@ class RunView:
     `[]` for none). `FileNotFoundError` naming the folder when it has no predictions."""
     def __init__(self, run_dir, dataset=None):
         self.path = Path(run_dir)
-        self.rows = read_predictions(self.path / "predictions.jsonl")
+        self.rows = read_predictions(predictions_file(self.path))
         if not self.rows: raise FileNotFoundError(f"{self.path}: no predictions.jsonl rows (run `megrag-kit run` into "
                                                   "this folder first)")
         mf = self.path / "run.json"
