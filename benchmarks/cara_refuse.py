@@ -20,6 +20,7 @@ if mf["params"]["variant"] != "full": sys.exit(f"{full} is not a variant=full ru
 base = {r["id"]: r["retrieved"] for r in read_predictions(gs / "predictions.jsonl")}
 out.mkdir(parents=True, exist_ok=True)
 (out / "predictions.jsonl").unlink(missing_ok=True)
+(out / "predictions.jsonl.gz").unlink(missing_ok=True)      # a compressed earlier result: the appender would restore it
 rows = []
 with JsonlAppender(out / "predictions.jsonl", what="prediction") as log:
     for r in read_predictions(full / "predictions.jsonl"):

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from conftest import needs_shared
 from megrag_kit.core import Passage
+from megrag_kit.jsonl import read_jsonl
 from megrag_kit.viz import Explorer, RunView, compare_html, highlight, node_html, run_page, steps, unit_spans
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +31,7 @@ class _Marks(HTMLParser):
 def _marked(h):
     p = _Marks(); p.feed(h); return p.got
 
-def _rows(d): return [json.loads(l) for l in (d / "predictions.jsonl").read_text().splitlines() if l.strip()]
+def _rows(d): return read_jsonl(d / "predictions.jsonl")           # a committed run may be stored gzipped
 
 
 def test_unit_spans_worked():
