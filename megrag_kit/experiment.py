@@ -4,7 +4,7 @@
 
 # %% ../nbs/97_experiment.ipynb #0a76519b
 from __future__ import annotations
-import itertools, json, re, subprocess, tomllib
+import itertools, json, re, subprocess, sys, tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from .index import StoreOptions
@@ -15,7 +15,8 @@ from .scale import _as_dataset, cell_job, cell_state, run_jobs
 
 # %% auto #0
 __all__ = ['TOP_KEYS', 'STORE_KEYS', 'MODEL_KEYS', 'RUN_KEYS', 'STEP_KEYS', 'REPORT_KEYS', 'ExperimentFileError',
-           'ExperimentSpec', 'load_experiment', 'experiment_jobs', 'render_reports', 'run_experiment', 'from_runs']
+           'ExperimentSpec', 'load_experiment', 'experiment_jobs', 'render_reports', 'step_argv', 'run_experiment',
+           'from_runs']
 
 # %% ../nbs/97_experiment.ipynb #f97ce85d
 TOP_KEYS = ("about", "dataset", "limit", "seeds", "out", "store", "model", "params", "runs", "steps", "reports")
@@ -254,11 +255,20 @@ def render_reports(spec: ExperimentSpec) -> list[str]:
     return texts
 
 # %% ../nbs/97_experiment.ipynb #7c4120a3
+def step_argv(command: list[str]) -> list[str]:
+    """The argv a step's `command` runs as: `python` (or `python3`) is this interpreter (`sys.executable`) and
+    `megrag-kit` is `sys.executable -m megrag_kit.cli`, so a step runs in the kit's environment whether or not it is
+    on the PATH (a virtual environment not activated); any other program is looked up on the PATH as written."""
+    head, rest = command[0], list(command[1:])
+    if head in ("python", "python3"): return [sys.executable, *rest]
+    if head == "megrag-kit": return [sys.executable, "-m", "megrag_kit.cli", *rest]
+    return list(command)
+
 def _steps(spec, stage: str, show_progress: bool):
     for s in spec.steps:
         if s["stage"] != stage or (s["creates"] and Path(s["creates"]).exists()): continue
         if show_progress: print("$ " + " ".join(s["command"]), flush=True)
-        r = subprocess.run(s["command"])
+        r = subprocess.run(step_argv(s["command"]))
         if r.returncode:
             raise RuntimeError(f"{spec.path}: step {' '.join(s['command'])} failed with exit status {r.returncode}")
 
