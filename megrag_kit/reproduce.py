@@ -316,9 +316,8 @@ def read_run(folder, limit: int | None = None) -> tuple[dict, list[dict]]:
     `predictions.jsonl` (or `predictions.jsonl.gz`) that did not fail. `StaleRunError` (`check_method_version`) when the
     run was made by an older version of its method than the code's; `FileNotFoundError` naming a missing file."""
     folder = Path(folder)
-    for f in ("run.json", "predictions.jsonl"):
-        if not (folder / f).exists() and not (folder / f"{f}.gz").exists():
-            raise FileNotFoundError(f"{folder} has no {f}: not a finished run folder")
+    for f in (folder / "run.json", predictions_file(folder)):
+        if not f.exists(): raise FileNotFoundError(f"{folder} has no {f.name}: not a finished run folder")
     mf = json.loads((folder / "run.json").read_text())
     check_method_version(mf, folder)
     return mf, [r for r in read_predictions(predictions_file(folder)) if not r.get("failed")][:limit]

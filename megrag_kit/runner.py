@@ -604,6 +604,6 @@ def compact_run(folder, dry_run: bool = False) -> dict:
         before, after = compress_jsonl(pf, dry_run=True)
         return {**out, "action": "would compress", "before": before, "after": after}
     try:
-        with lock_run_folder(folder): before, after = compress_jsonl(pf, what="prediction")
+        with lock_run_folder(folder): before, after = compress_jsonl(pf)
     except RunLockedError as e: return {**out, "reason": str(e)}
     return {**out, "action": "compressed", "before": before, "after": after}
