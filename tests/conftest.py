@@ -12,6 +12,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 import numpy as np
 import pytest
+
+# tools/test.sh runs pytest on worker processes (pytest-xdist): each worker takes its share of the cores for torch,
+# faiss and the kit's runs (set before torch is imported), so two workers do not each spin two threads on two cores.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1 and "MEGRAG_KIT_THREADS" not in os.environ:
+    os.environ["MEGRAG_KIT_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // _WORKERS))
+
 from megrag_kit.models import ChatModel, Generation, LLMCache, load_llm, load_embedder
 
 def shared_dir(environ=os.environ) -> Path:

@@ -99,16 +99,16 @@ def test_parser_propositions_on_ray_equal_the_single_process_eager_build(local_r
 @needs_ray
 @pytest.mark.slow
 def test_grid_on_ray_gives_the_single_process_predictions(local_ray, tmp_path):
-    "native_rag and direct on 10 demo questions (a full batch of 8, then 2), LLM cache off (every answer generated anew), seed 0."
+    "native_rag and direct on 3 demo questions (a full batch of 2, then 1), LLM cache off (every answer generated anew), seed 0."
     from megrag_kit.scale import run_grid_on_ray
     ds = load_dataset("demo")
     for m in ("native_rag", "direct"):                                         # as two `megrag-kit run` processes
-        res = Resources(ds, "smollm2-135m", "minilm", device="cpu", cache=False)
+        res = Resources(ds, "smollm2-135m", "minilm", device="cpu", batch_size=2, cache=False)
         set_seed(0)
-        run(build_method(m, {}, res), ds, tmp_path / "single" / m, limit=10, batch_size=8, seed=0, show_progress=False,
+        run(build_method(m, {}, res), ds, tmp_path / "single" / m, limit=3, batch_size=2, seed=0, show_progress=False,
             manifest=res.manifest())                                           # what `run` writes
-    cells = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=10,
-                            models=ModelOptions(device="cpu", cache=False),
+    cells = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=3,
+                            models=ModelOptions(device="cpu", cache=False, batch_size=2),
                             workers=2, show_progress=False, timeout_s=1200)
     assert [(c["method"], c["state"]) for c in cells] == [("native_rag", "done"), ("direct", "done")], [c.get("error") for c in cells]
     keep = ("id", "prediction", "retrieved", "em", "f1", "acc", "recall@5", "llm_calls", "prompt_tokens", "completion_tokens")
@@ -116,7 +116,7 @@ def test_grid_on_ray_gives_the_single_process_predictions(local_ray, tmp_path):
         single, grid = tmp_path / "single" / c["method"], c["out"]
         assert grid.name == f"{c['method']}-demo-seed0"
         a, b = read_predictions(single / "predictions.jsonl"), read_predictions(grid / "predictions.jsonl")
-        assert len(a) == len(b) == 10
+        assert len(a) == len(b) == 3
         assert [{k: r.get(k) for k in keep} for r in a] == [{k: r.get(k) for k in keep} for r in b]
         assert sorted(a[0]) == sorted(b[0])                                   # the same row format
         ma, mb = (json.loads((f / "run.json").read_text()) for f in (single, grid))
@@ -124,8 +124,8 @@ def test_grid_on_ray_gives_the_single_process_predictions(local_ray, tmp_path):
             == {k: mb[k] for k in ("method", "params", "dataset", "llm", "embedder", "seed", "models", "device", "index_type")}
         sa, sb = (json.loads((f / "summary.json").read_text()) for f in (single, grid))
         assert sorted(sa) == sorted(sb) and (sa["f1"], sa["em"]) == (sb["f1"], sb["em"])
-    again = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=10,
-                            models=ModelOptions(device="cpu", cache=False),
+    again = run_grid_on_ray(["native_rag", "direct"], ["demo"], [0], tmp_path / "grid", limit=3,
+                            models=ModelOptions(device="cpu", cache=False, batch_size=2),
                             show_progress=False)
     assert [c["state"] for c in again] == ["skipped", "skipped"]              # complete cells are not run again
 

@@ -7,6 +7,7 @@
 #   bash tools/test.sh --slow-and-data  what a --fast run without the data leaves out (CI's second pass): the
 #                                       notebooks that have `#| data` cells, with them, and pytest -m "slow or data"
 #                                       (tests that load a real model or read the data; tests/conftest.py marks them)
+# pytest runs on two worker processes (MEGRAG_KIT_TEST_WORKERS, default 2; 1: in this process).
 # Extra arguments go to pytest (e.g. `bash tools/test.sh --fast -x tests/test_metrics.py`). A selection with no test in
 # the chosen tier passes, saying so; one that matches no test at all fails with pytest's exit status 5.
 set -uo pipefail
@@ -60,9 +61,13 @@ case $mode in
   fast) tier="fast tier"; marks=(-m "not slow") ;;
   slow-and-data) tier="slow and data tests"; marks=(-m "slow or data") ;;
 esac
-stage "pytest ($tier)" pytest -q --durations=25 "${marks[@]}" "$@"; rc=$?
+# Two worker processes (pytest-xdist), a test file to each worker whole (--dist loadfile): a file's module fixtures
+# (a reproduction, a loaded model) are built once. MEGRAG_KIT_TEST_WORKERS=1 runs in this process (e.g. for pdb).
+workers=${MEGRAG_KIT_TEST_WORKERS:-2}
+if [ "$workers" -gt 1 ]; then par=(-n "$workers" --dist loadfile); else par=(-p no:xdist); fi
+stage "pytest ($tier, $workers worker(s))" pytest -q --durations=25 "${par[@]}" "${marks[@]}" "$@"; rc=$?
 if [ $rc -eq 5 ]; then   # no test selected: fine when the selection has tests, all of them in other tiers
-  if [ ${#marks[@]} -gt 0 ] && pytest -q --collect-only -p no:cacheprovider "$@" > /dev/null 2>&1; then
+  if [ ${#marks[@]} -gt 0 ] && pytest -q --collect-only -p no:cacheprovider -p no:xdist "$@" > /dev/null 2>&1; then
     echo "[tools/test.sh] pytest: the selected tests are all outside the $tier; nothing to run here (ok)"; rc=0
   else
     echo "[tools/test.sh] pytest: no test matches the selection (exit 5)"
