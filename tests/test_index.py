@@ -8,6 +8,7 @@ from megrag_kit.method import Resources
 from megrag_kit.models import CostMeter, Embedder, StructuredOutputError, minilm_path, parse_json
 from megrag_kit.retrievers import BM25_TOKEN_PATTERN, BM25Index, DenseIndex, Retriever, embedder_tokenizer, rrf, slug, text_fingerprint, token_lengths, token_windows
 from conftest import ScriptedLLM, needs_spacy
+from fakes import HashEmbedder
 
 GOOD = '{"triples": [["Charles James Mathew", "born on", "24 October 1872"]]}'
 
@@ -16,15 +17,9 @@ GOOD = '{"triples": [["Charles James Mathew", "born on", "24 October 1872"]]}'
 def demo(): return load_dataset("demo")
 
 
-class HashEmbedder(Embedder):
-    "Deterministic bag-of-words vectors (no model): enough to test the index bookkeeping."
-    def __init__(self, model_id="hash@1", dim=64): self.model_id, self.dim, self.calls = model_id, dim, 0
-    def encode(self, texts, batch_size=64):
-        self.calls += 1
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for i, t in enumerate(texts):
-            for w in t.lower().split(): out[i, hash(w) % self.dim] += 1
-        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+def small_embedder(model_id="hash@1", dim=64) -> HashEmbedder:
+    "The shared bag-of-words stand-in (tests/fakes.py), small: enough to test the index bookkeeping."
+    return HashEmbedder(model_id, dim)
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +48,9 @@ class PieceEmbedder(Embedder):
 
 def test_dense_index_saves_reloads_and_refuses_mismatches(demo, tmp_path):
     texts = [p.content for p in demo.corpus]
-    e = HashEmbedder()
+    e = small_embedder()
     d = DenseIndex(texts, e, tmp_path, show_progress=False)
-    assert isinstance(d, Retriever) and e.calls == 0              # built on first use only
+    assert isinstance(d, Retriever) and e.encode_calls == 0              # built on first use only
     hits = d.search(["Charles James Mathew", "Teutberga"], 3)
     assert len(hits) == 2 and all(len(h) == 3 for h in hits) and hits[0][0][1] >= hits[0][-1][1]
     assert d.path == tmp_path / "hash_1" / "passages.faiss" and d.path.exists()
@@ -63,24 +58,24 @@ def test_dense_index_saves_reloads_and_refuses_mismatches(demo, tmp_path):
     assert meta["model_id"] == "hash@1" and meta["dim"] == 64 and meta["n"] == len(texts) and meta["fingerprint"] == demo.fingerprint()
     assert not list(d.path.parent.glob("*.tmp*"))
     # reload: no re-embedding of the texts, same answers
-    e2 = HashEmbedder(); again = DenseIndex(texts, e2, tmp_path)
+    e2 = small_embedder(); again = DenseIndex(texts, e2, tmp_path)
     (re,) = again.search(["Charles James Mathew"], 3)
     assert [i for i, _ in re] == [i for i, _ in hits[0]] and [s for _, s in re] == pytest.approx([s for _, s in hits[0]])
-    assert e2.calls == 1                                            # the query only
+    assert e2.encode_calls == 1                                            # the query only
     sims = again.similarities(["Charles James Mathew"])
     assert sims.shape == (1, len(texts)) and sims[0, hits[0][0][0]] == pytest.approx(hits[0][0][1], abs=1e-5)
     assert len(again.search(["x"], 10_000)[0]) == len(texts)        # k clipped
     assert again.search([], 3) == []
     # other texts, other dimension, same folder: refused with a message naming file, held and wanted
     with pytest.raises(IndexMismatchError, match=r"passages\.faiss holds vectors of model hash@1 \(dim 64\) for n=254.*wanted .*n=253"):
-        DenseIndex(texts[:-1], HashEmbedder(), tmp_path).build()
+        DenseIndex(texts[:-1], small_embedder(), tmp_path).build()
     with pytest.raises(IndexMismatchError, match=r"\(dim 64\).*wanted model hash@1 \(dim 32\)"):
-        DenseIndex(texts, HashEmbedder(dim=32), tmp_path).build()
+        DenseIndex(texts, small_embedder(dim=32), tmp_path).build()
     changed = texts[:-1] + [texts[-1] + " (edited)"]
     with pytest.raises(IndexMismatchError, match="fingerprint"):
-        DenseIndex(changed, HashEmbedder(), tmp_path).build()
+        DenseIndex(changed, small_embedder(), tmp_path).build()
     # another model id gets its own folder
-    DenseIndex(texts, HashEmbedder("other/model"), tmp_path, show_progress=False).build()
+    DenseIndex(texts, small_embedder("other/model"), tmp_path, show_progress=False).build()
     assert (tmp_path / "other_model" / "passages.meta.json").exists()
 
 
@@ -129,24 +124,24 @@ def test_truncation_is_counted_in_the_manifest_and_warned_once(tok, tmp_path):
         short = DenseIndex(texts[:2], PieceEmbedder(tok, limit=32), tmp_path / "short").build()   # 32 pieces fit in 32
     assert (short.meta["n_long"], short.meta["n_truncated"], short.meta["longest_tokens"]) == (0, 0, 32)
     # an embedder with no tokenizer (a server, a stand-in): the counts are unknown, written as null, never 0
-    u = DenseIndex(texts, HashEmbedder(), tmp_path / "unknown").build()
+    u = DenseIndex(texts, small_embedder(), tmp_path / "unknown").build()
     raw = u.meta_path.read_text()
     assert [json.loads(raw)[k] for k in ("max_tokens", "longest_tokens", "n_long", "n_truncated")] == [None] * 4 and '"n_truncated": null' in raw
-    assert embedder_tokenizer(HashEmbedder()) == (None, None) and embedder_tokenizer(e) == (tok, 32)
+    assert embedder_tokenizer(small_embedder()) == (None, None) and embedder_tokenizer(e) == (tok, 32)
 
 
 def test_truncate_files_are_todays_files_and_old_manifests_still_open(demo, tmp_path):
     import faiss
     texts = [p.content for p in demo.corpus]
-    d = DenseIndex(texts, HashEmbedder(), tmp_path, show_progress=False).build()
-    ref = faiss.IndexFlatIP(64); ref.add(HashEmbedder().encode(texts))
+    d = DenseIndex(texts, small_embedder(), tmp_path, show_progress=False).build()
+    ref = faiss.IndexFlatIP(64); ref.add(small_embedder().encode(texts))
     faiss.write_index(ref, str(tmp_path / "ref.faiss"))
     assert d.path.read_bytes() == (tmp_path / "ref.faiss").read_bytes()       # the same vectors in the same file as before chunking existed
     # a manifest written before chunking existed (no chunking, no token counts) opens as truncation
     old = {k: d.meta[k] for k in ("model_id", "dim", "n", "fingerprint", "seconds")}
     d.meta_path.write_text(json.dumps(old))
-    e = HashEmbedder(); again = DenseIndex(texts, e, tmp_path)
-    assert again.search(["Teutberga"], 2) == d.search(["Teutberga"], 2) and e.calls == 1 and again.meta == old
+    e = small_embedder(); again = DenseIndex(texts, e, tmp_path)
+    assert again.search(["Teutberga"], 2) == d.search(["Teutberga"], 2) and e.encode_calls == 1 and again.meta == old
 
 
 def test_token_windows_fit_the_limit_and_cover_the_text(demo, tok):
@@ -228,13 +223,13 @@ def test_the_chunking_option_names_and_guards_the_files(demo, tok, tmp_path):
     with pytest.raises(IndexMismatchError, match=r"max_tokens=96 \(wanted 128\)"):
         DenseIndex(texts, PieceEmbedder(tok, 128), tmp_path, chunking="window").build()
     with pytest.raises(ValueError, match="window chunking needs the embedder's tokenizer"):
-        DenseIndex(texts, HashEmbedder(), tmp_path, chunking="window").build()
+        DenseIndex(texts, small_embedder(), tmp_path, chunking="window").build()
     with pytest.raises(ValueError, match=r"chunking must be truncate\|window, got 'chunks'"):
-        DenseIndex(texts, HashEmbedder(), tmp_path, chunking="chunks")
+        DenseIndex(texts, small_embedder(), tmp_path, chunking="chunks")
     with pytest.raises(ValueError, match=r"overlap must be in \[0, 94\) for 96-token inputs, got 94"):    # even when no text is long
         DenseIndex(["short"], PieceEmbedder(tok, 96), tmp_path / "o", chunking="window", overlap=94).build()
     with pytest.raises(ValueError, match="overlap must be >= 0, got -1"):
-        DenseIndex(texts, HashEmbedder(), tmp_path, chunking="window", overlap=-1)
+        DenseIndex(texts, small_embedder(), tmp_path, chunking="window", overlap=-1)
 
 
 def test_store_and_resources_take_the_chunking_option(demo, tok, tmp_path):
@@ -253,7 +248,7 @@ def test_store_and_resources_take_the_chunking_option(demo, tok, tmp_path):
 
 def test_k_below_one_and_empty_text_lists_are_refused_with_value_errors(demo, tmp_path):
     texts = [p.content for p in demo.corpus[:20]]
-    d, bm = DenseIndex(texts, HashEmbedder(), tmp_path, show_progress=False), BM25Index(texts, tmp_path)
+    d, bm = DenseIndex(texts, small_embedder(), tmp_path, show_progress=False), BM25Index(texts, tmp_path)
     for k in (0, -3):
         for search in (d.search, bm.search):
             with pytest.raises(ValueError, match=f"^k must be >= 1, got {k}$"): search(["Cork"], k)
@@ -265,11 +260,11 @@ def test_k_below_one_and_empty_text_lists_are_refused_with_value_errors(demo, tm
     with pytest.raises(ValueError, match="^k must be >= 1, got 0$"): store.search(["x"], 0)        # before the model is touched
     with pytest.raises(ValueError, match="^k must be >= 1, got 0$"): store.search_bm25(["x"], 0)
     with pytest.raises(ValueError, match=r"^DenseIndex 'passages' needs at least one text: the text list is empty$"):
-        DenseIndex([], HashEmbedder(), tmp_path)
+        DenseIndex([], small_embedder(), tmp_path)
     with pytest.raises(ValueError, match=r"^BM25Index 'passages' needs at least one text: the text list is empty$"):
         BM25Index([], tmp_path)
     with pytest.raises(ValueError, match=r"^dataset 'empty' has no passages: its corpus is empty$"):
-        EvidenceStore(Dataset("empty", [], []), HashEmbedder(), root=tmp_path)
+        EvidenceStore(Dataset("empty", [], []), small_embedder(), root=tmp_path)
 
 
 @pytest.mark.slow
@@ -526,55 +521,55 @@ def test_lazy_triples_with_the_real_model_are_grounded(demo, smollm, tmp_path):
 def test_streamed_build_gives_the_vectors_and_hits_of_the_in_memory_build(demo, tmp_path):
     import faiss
     texts = [f"{p.content} ({r})" for r in range(3) for p in demo.corpus]          # 762 texts: three batches of 256
-    d = DenseIndex(texts, HashEmbedder(), tmp_path, show_progress=False).build()
-    ref_vecs = np.concatenate([HashEmbedder().encode(texts[b:b + 256]) for b in range(0, len(texts), 256)])   # the old path: batches in a list, joined
+    d = DenseIndex(texts, small_embedder(), tmp_path, show_progress=False).build()
+    ref_vecs = np.concatenate([small_embedder().encode(texts[b:b + 256]) for b in range(0, len(texts), 256)])   # the old path: batches in a list, joined
     ref = faiss.IndexFlatIP(64); ref.add(ref_vecs)
     v = d.vectors()
     assert isinstance(v, np.memmap) and v.shape == (762, 64) and np.array_equal(np.asarray(v), ref_vecs)
     assert np.array_equal(np.load(d.vectors_path), ref_vecs) and not list(d.path.parent.glob("*.tmp*"))
     assert np.array_equal(faiss.downcast_index(d._index).reconstruct_n(0, 762), ref_vecs)
     qs = ["Charles James Mathew", "Teutberga", "Aretha Franklin father"]
-    scores, ids = ref.search(HashEmbedder().encode(qs), 10)
+    scores, ids = ref.search(small_embedder().encode(qs), 10)
     assert d.search(qs, 10) == [[(int(i), float(s)) for i, s in zip(ri, rs)] for ri, rs in zip(ids, scores)]
     d.vectors_path.unlink()                                                      # an index from before the file: read back from faiss
-    again = DenseIndex(texts, HashEmbedder(), tmp_path)
+    again = DenseIndex(texts, small_embedder(), tmp_path)
     assert np.array_equal(again.vectors(), ref_vecs) and again.search(qs, 10) == d.search(qs, 10)
 
 
 def test_the_store_and_resources_pass_index_type_to_the_passage_index(demo, tmp_path):
     "`EvidenceStore(index_type=...)` (and `Resources`, which the CLI's --index-type fills) builds that faiss index beside the flat one."
     qs = [p.content[:80] for p in demo.corpus[::25]]
-    flat = EvidenceStore(demo, HashEmbedder(), root=tmp_path, show_progress=False)
-    hnsw = Resources(demo, None, HashEmbedder(), store_root=tmp_path, index_type="hnsw").store
+    flat = EvidenceStore(demo, small_embedder(), root=tmp_path, show_progress=False)
+    hnsw = Resources(demo, None, small_embedder(), store_root=tmp_path, index_type="hnsw").store
     hnsw.show_progress = False
     assert hnsw.index_type == "hnsw" and [h[0][0] for h in hnsw.search(qs, 5)] == [h[0][0] for h in flat.search(qs, 5)]
     assert hnsw.dense.path.name == "passages.hnsw.faiss" and flat.dense.path.name == "passages.faiss" and hnsw.dense.meta["index_type"] == "hnsw"
-    with pytest.raises(ValueError, match=re.escape("index_type must be flat|hnsw|ivf, got 'annoy'")): EvidenceStore(demo, HashEmbedder(), root=tmp_path, index_type="annoy")
-    with pytest.raises(ValueError, match=re.escape("index_type must be flat|hnsw|ivf, got 'annoy'")): Resources(demo, None, HashEmbedder(), index_type="annoy")
+    with pytest.raises(ValueError, match=re.escape("index_type must be flat|hnsw|ivf, got 'annoy'")): EvidenceStore(demo, small_embedder(), root=tmp_path, index_type="annoy")
+    with pytest.raises(ValueError, match=re.escape("index_type must be flat|hnsw|ivf, got 'annoy'")): Resources(demo, None, small_embedder(), index_type="annoy")
 
 
 def test_hnsw_and_ivf_find_the_flat_top_1_and_keep_their_own_files(demo, tmp_path):
     texts = [p.content for p in demo.corpus]
     qs = [t[:80] for t in texts[::10]]                                           # each query is the start of a passage: an easy case
-    flat = DenseIndex(texts, HashEmbedder(), tmp_path, show_progress=False)
+    flat = DenseIndex(texts, small_embedder(), tmp_path, show_progress=False)
     top = [h[0] for h in flat.search(qs, 10)]
     for kind in ("hnsw", "ivf"):
-        d = DenseIndex(texts, HashEmbedder(), tmp_path, show_progress=False, index_type=kind).build()
+        d = DenseIndex(texts, small_embedder(), tmp_path, show_progress=False, index_type=kind).build()
         assert d.path.name == f"passages.{kind}.faiss" and d.meta["index_type"] == kind
         hits = d.search(qs, 10)
         assert [h[0][0] for h in hits] == [i for i, _ in top]
         assert [h[0][1] for h in hits] == pytest.approx([s for _, s in top], abs=1e-5)
         assert np.array_equal(d.vectors(), flat.vectors())
-    ivf = DenseIndex(texts, HashEmbedder(), tmp_path, index_type="ivf", nprobe=2).build()   # the search setting applies on load
+    ivf = DenseIndex(texts, small_embedder(), tmp_path, index_type="ivf", nprobe=2).build()   # the search setting applies on load
     assert ivf.meta["nlist"] == 6 and ivf._index.nprobe == 2                         # clip(4 sqrt(254), 1, 254 // 39)
-    hnsw = DenseIndex(texts, HashEmbedder(), tmp_path, index_type="hnsw", ef_search=16).build()
+    hnsw = DenseIndex(texts, small_embedder(), tmp_path, index_type="hnsw", ef_search=16).build()
     assert hnsw.meta["hnsw_m"] == 32 and hnsw._index.hnsw.efSearch == 16
     with pytest.raises(IndexMismatchError, match=r"hnsw_m=32 \(wanted 8\)"):
-        DenseIndex(texts, HashEmbedder(), tmp_path, index_type="hnsw", hnsw_m=8).build()
+        DenseIndex(texts, small_embedder(), tmp_path, index_type="hnsw", hnsw_m=8).build()
     with pytest.raises(ValueError, match=re.escape("index_type must be flat|hnsw|ivf, got 'annoy'")):
-        DenseIndex(texts, HashEmbedder(), tmp_path, index_type="annoy")
+        DenseIndex(texts, small_embedder(), tmp_path, index_type="annoy")
     with pytest.raises(ValueError, match="nprobe must be >= 1, got 0"):
-        DenseIndex(texts, HashEmbedder(), tmp_path, index_type="ivf", nprobe=0)
+        DenseIndex(texts, small_embedder(), tmp_path, index_type="ivf", nprobe=0)
 
 
 # -- OpenIE by the dependency parser (skipped without spaCy's en_core_web_sm)
@@ -615,13 +610,12 @@ def test_parser_backend_of_the_store_writes_its_own_file_and_resumes(tmp_path):
 
 def test_a_run_builds_its_index_as_a_stage_and_reports_its_time(tmp_path, capsys):
     "Issue 33: indexing is its own stage before the questions; its seconds are in the summary, and a cache hit says so."
-    from fakes import HashEmbedder
     from megrag_kit.method import build_method
     from megrag_kit.runner import format_summary, run
     ds = load_dataset("demo")
     small = Dataset("small", ds.questions[:2], ds.corpus)
     llm = ScriptedLLM(lambda m: "Paris")
-    res = Resources(small, llm, HashEmbedder(), store_root=tmp_path / "store")
+    res = Resources(small, llm, small_embedder(), store_root=tmp_path / "store")
     s = run(build_method("native_rag", {"k": 5}, res), small, tmp_path / "a", show_progress=True)
     ib = s["index_build"]
     assert (ib["status"], ib["built"], ib["passages"]) == ("built", ["passage"], len(ds.corpus)) and ib["seconds"] > 0
@@ -631,7 +625,7 @@ def test_a_run_builds_its_index_as_a_stage_and_reports_its_time(tmp_path, capsys
     assert f"indexing: {len(ds.corpus)} passages in " in out.out and "(built: passage)" in out.out
     assert "index: embed passages" in out.err and "answering " in out.err and " s/q" in out.err   # the two bars
     assert "indexing           254 passages in " in format_summary(s)
-    res2 = Resources(small, llm, HashEmbedder(), store_root=tmp_path / "store")      # another run, the same store
+    res2 = Resources(small, llm, small_embedder(), store_root=tmp_path / "store")      # another run, the same store
     s2 = run(build_method("native_rag", {"k": 3}, res2), small, tmp_path / "b", show_progress=True)
     assert s2["index_build"]["status"] == "cache" and s2["index_build"]["cached"] == ["passage"]
     assert "indexing: from cache (" in capsys.readouterr().out and "from cache (" in format_summary(s2)
