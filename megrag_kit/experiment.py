@@ -37,8 +37,8 @@ class ExperimentSpec:
     folder of its run folders), `store` and `model` (the `Resources` options, defaults filled in), `runs` (one dict
     per run folder: `name`, `method`, `params`, `seed`, `out`, `limit`, `llm` (`None`: the experiment's), `store` (its
     own options), and the typed options it runs with, `models` (a `ModelOptions`) and `store_options` (a
-    `StoreOptions`)), `steps` (`command`, `stage`, `creates`) and `reports` (`report`'s arguments plus `out` and
-    `title`)."""
+    `StoreOptions`)), `steps` (`command`, `stage`, `creates`), `reports` (`report`'s arguments plus `out` and
+    `title`) and `command`: the command line that runs it as loaded (`--limit N` when the limit is not the file's)."""
     path: Path
     about: str
     dataset: str
@@ -50,6 +50,7 @@ class ExperimentSpec:
     runs: list = field(default_factory=list)
     steps: list = field(default_factory=list)
     reports: list = field(default_factory=list)
+    command: str = ""
 
 # %% ../nbs/97_experiment.ipynb #2825f81c
 def _unknown(where: str, d: dict, keys) -> None:
@@ -201,6 +202,7 @@ def load_experiment(path, limit: int | None = None) -> ExperimentSpec:
     spec.steps = _load_steps(f, d, common, out)
     names = [r["name"] for r in spec.runs] + [s["run"] for s in spec.steps if s["run"]]
     spec.reports = _load_reports(f, d, common, names, spec.about)
+    spec.command = f"megrag-kit experiment run {f}" + (f" --limit {lim}" if lim != d.get("limit") else "")
     return spec
 
 # %% ../nbs/97_experiment.ipynb #16a9ab59
@@ -247,8 +249,8 @@ def render_reports(spec: ExperimentSpec) -> list[str]:
                    **{s["run"]: spec.out / s["run"] for s in spec.steps if s["run"]}}
         body = report([folders[n] for n in rep["runs"]], [folders[n] for n in rep["against"]], rep["pairs"],
                       rep["metrics"], rep["common"], rep["save_scores"])
-        head = (f"{rep['title']}\n\nExperiment: `{spec.path}` (`megrag-kit experiment run {spec.path}`)\n\n"
-                if rep["title"] else f"Experiment: `{spec.path}` (`megrag-kit experiment run {spec.path}`)\n\n")
+        line = f"Experiment: `{spec.path}` (`{spec.command}`)\n\n"
+        head = f"{rep['title']}\n\n{line}" if rep["title"] else line
         text = head + body + "\n"
         if rep["out"]: rep["out"].parent.mkdir(parents=True, exist_ok=True); rep["out"].write_text(text)
         texts.append(text)

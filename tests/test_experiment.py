@@ -58,6 +58,9 @@ def test_load_checks_every_field_and_names_file_record_field(tmp_path):
         ("demo3-oracle", {}, 3), ("demo3-direct-p1", {"reader_max_passages": 1}, 3),
         ("demo3-direct-p2", {"reader_max_passages": 2}, 3), ("demo2-direct", {}, 2)]
     assert load_experiment(write(tmp_path), limit=1).runs[0]["name"] == "demo1-oracle"
+    f = tmp_path / "e.toml"                    # the command its reports print runs it as loaded: --limit only when given
+    assert (spec.command, load_experiment(f, limit=1).command, load_experiment(f, limit=3).command) == (
+        f"megrag-kit experiment run {f}", f"megrag-kit experiment run {f} --limit 1", f"megrag-kit experiment run {f}")
     bad = [(FILE.replace('method = "oracle"', 'method = "orcale"'), "e.toml: runs[0]: method: unknown method 'orcale'"),
            (FILE.replace("[1, 2]", "[0]"), "reader_max_passages must be >= 1, got 0"),
            (FILE.replace('embedder = ""', 'embedder = ""\ndevcie = "cpu"'), "e.toml: model: unknown field devcie; valid: llm"),
