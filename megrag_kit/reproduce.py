@@ -21,8 +21,8 @@ from fastcore.basics import patch
 # %% auto #0
 __all__ = ['COMMON_PARAMS', 'KEYED_LLM_OPTIONS', 'SHIPPED_SPECS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset',
            'check_models', 'check_params', 'hardware', 'default_out', 'markdown_table', 'Experiment',
-           'keyed_llm_options', 'read_run', 'newest_run', 'structure', 'ExperimentError', 'notebooks_dir',
-           'notebook_params', 'profile_datasets', 'check_datasets', 'publish_figures', 'reproduce']
+           'keyed_llm_options', 'read_run', 'newest_run', 'repo_relative', 'structure', 'ExperimentError',
+           'notebooks_dir', 'notebook_params', 'profile_datasets', 'check_datasets', 'publish_figures', 'reproduce']
 
 # %% ../nbs/95_reproduce.ipynb #eaa5efbe
 def paper_dataset(name: str) -> str | None:
@@ -380,18 +380,30 @@ def figure(self: Experiment, fig, name: str, data=None) -> list[Path]:
     return paths
 
 # %% ../nbs/95_reproduce.ipynb #886873a1
+def repo_relative(x, root):
+    """`x` (a JSON-like value: dicts, lists, strings) with every string that is an absolute path inside the folder
+    `root` replaced by that path relative to `root` (POSIX form); other values as they are. Used for the provenance
+    records of a reproduction, which must not name the folder a clone happens to live in."""
+    root = str(Path(root).resolve())
+    if isinstance(x, dict): return {k: repo_relative(v, root) for k, v in x.items()}
+    if isinstance(x, list): return [repo_relative(v, root) for v in x]
+    if isinstance(x, str) and x.startswith(root + os.sep): return Path(x).relative_to(root).as_posix()
+    return x
+
 @patch
 def finish(self: Experiment) -> dict:
     """Write `results/NAME.json` (params, models, seed, versions, git commit, hardware, wall time, runs, outputs)
-    and return it."""
+    and return it; paths inside the repository are written relative to its root (`repo_relative`), so a clone that
+    reproduces the same runs writes the same paths."""
     rec = dict(notebook=self.name, finished=datetime.now(timezone.utc).isoformat(), params=self.params,
                configs={k: v.to_dict() for k, v in self.configs.items()},
                models={ds: {"llm": r.llm_spec, "embedder": r.embedder_spec, **r.loaded()}
                        for ds, r in self._res.items()},
                seed=self.params["seed"], versions=versions(), hardware=hardware(), device=self.device,
                wall_s=round(time.perf_counter() - self.t0, 1), runs=self.runs, outputs=self.outputs)
+    rec = repo_relative(json.loads(json.dumps(rec, default=str)), default_out().parents[1])
     f = self.dest / "results" / f"{self.name}.json"
-    f.write_text(json.dumps(rec, indent=1, default=str))
+    f.write_text(json.dumps(rec, indent=1))
     print(f"{self.name}: wrote {len(self.outputs)} files under {self.out} in {rec['wall_s']} s; provenance in {f}")
     return rec
 
@@ -623,7 +635,9 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     if check: check_datasets(profile_datasets({**PROFILES[profile], **(params or {})}), profile)
     todo = [(n, nbs / EXPERIMENTS[n]) for n in names]
     known = {k for f in EXPERIMENTS.values() for k in notebook_params(nbs / f)}
-    ps = {n: _experiment_params(n, src, profile, params, out, known) for n, src in todo}   # every check before any run
+    nb_out = out.resolve().relative_to(root.resolve()) if out.resolve().is_relative_to(root.resolve()) else out
+    ps = {n: _experiment_params(n, src, profile, params, nb_out, known) for n, src in todo}   # every check first;
+    # the notebooks run in `root`: an `out` inside the repository reaches them relative, as their records name it
     for n, src in todo: _check_common(n, src, ps[n])
     if dry_run: return _dry_run(pm, todo, ps, out, root, kernel, progress)
     for i, (n, src) in enumerate(todo, 1):

@@ -20,10 +20,10 @@ from .reader import answer_rewrites
 from .index import index_line
 
 # %% auto #0
-__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'LOCK_FILE', 'SUMMARY_LEGEND', 'score', 'summarize', 'read_predictions', 'versions',
-           'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'RunLockedError', 'lock_run_folder', 'index_stage',
-           'estimate_calls', 'run_banner', 'latency_basis', 'run', 'format_summary', 'check_same_texts', 'compare_runs',
-           'compact_run']
+__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'LOCK_FILE', 'STOP_AFTER_FAILED', 'SUMMARY_LEGEND', 'score', 'summarize',
+           'read_predictions', 'versions', 'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'RunLockedError',
+           'lock_run_folder', 'index_stage', 'estimate_calls', 'run_banner', 'latency_basis', 'run', 'format_summary',
+           'check_same_texts', 'compare_runs', 'compact_run']
 
 # %% ../nbs/90_runner.ipynb #d6a8652b
 RETRIEVAL_KS = (1, 2, 5, 10, 20)
@@ -444,13 +444,31 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
     `limit < 1`, `batch_size < 1` or an `out` that is a file; `RunMismatchError` (a `ValueError`) if `out` holds
     another run (the message names each differing field with both values) or if a model's identity changed since the
     run began; `RunLockedError` (a `ValueError`) at once, naming the folder and the holder's PID, while another
-    process runs in `out` (`lock_run_folder`: the folder is locked for the whole run)."""
+    process runs in `out` (`lock_run_folder`: the folder is locked for the whole run). After `STOP_AFTER_FAILED`
+    questions in a row failed (a server that is down, a model that cannot load), the questions left are not asked:
+    each gets a failed row saying so, retried with the others by the same command."""
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1 (or None for every question), got {limit}")
     if batch_size < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     out = check_run_folder(out)
     with lock_run_folder(out): return _run_held(method, dataset, out, limit, batch_size, seed, show_progress, manifest)
 
+
+# %% ../nbs/90_runner.ipynb #85f40f40
+STOP_AFTER_FAILED = 3   # questions in a row that failed before a run stops asking (`run`)
+
+def _not_asked(log, batch: list[Question], streak: list[str], first: bool) -> int:
+    """Write a failed row for each question of `batch`, not asked because the last `len(streak)` questions failed in
+    a row (`streak`: their messages); print why once (`first`). Returns the number of rows written."""
+    why = (f"not asked: the run stopped after {len(streak)} questions in a row failed (the last: {streak[-1]}); "
+           "run the same command again to ask it")
+    if first: tqdm.write(f"the run stopped after {len(streak)} questions in a row failed; the questions left are not "
+                         "asked (a failed row each): run the same command again to ask them")
+    for q in batch: log.write({**_base_row(q), "failed": why, "at": datetime.now(timezone.utc).isoformat()})
+    return len(batch)
+
+
+# %% ../nbs/90_runner.ipynb #0da254ba
 def _run_held(method: Method, dataset: Dataset, out: Path, limit, batch_size: int, seed: int, show_progress: bool,
               manifest: dict | None) -> dict:
     "`run` in the folder `out`, which this process holds (`lock_run_folder`)."
@@ -474,14 +492,19 @@ def _run_held(method: Method, dataset: Dataset, out: Path, limit, batch_size: in
     def tick(phase, gens):               # every LLM call moves the bar's postfix (a long method's batch takes minutes)
         live["calls"] += len(gens)
         if time.perf_counter() - live["t"] > 2: live["t"] = time.perf_counter(); show()
+    streak, stopped = [], False          # the messages of the questions that failed in a row; asking stopped
     with JsonlAppender(pf, what="prediction") as log, Heartbeat(bar, 20):
         for b in range(0, len(todo), batch_size):
             batch = todo[b:b + batch_size]
+            if len(streak) >= STOP_AFTER_FAILED:
+                n_failed += _not_asked(log, batch, streak, first=not stopped); stopped = True
+                bar.update(len(batch)); continue
             parts = _answer_parts(method, batch, tick)
             if b == 0 and show_progress and len(todo) > len(batch):
                 _first_batch_note(len(batch), len(todo), time.perf_counter() - t_start, live["calls"])
             for qb, answers, meter in parts:
-                n_failed += _write_rows(log, method, qb, answers, meter)
+                f = _write_rows(log, method, qb, answers, meter); n_failed += f
+                streak = streak + [str(answers)] if f else []
                 if meter is not None:
                     live["idx"] += meter.phase_s.get("indexing", 0.0)
                     live["s"] += max(0.0, meter.wall_s - sum(v for k, v in meter.phase_s.items() if k != "answering"))

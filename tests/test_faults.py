@@ -539,3 +539,29 @@ def test_a_run_folder_of_an_older_method_version_is_not_resumed(tmp_path, monkey
     with pytest.raises(RunMismatchError, match="method_version: 1 in the folder, 2 now"):
         run(build_method("direct", {}, Resources(ds, llm, None)), ds, tmp_path / "r", limit=2, show_progress=False)
     assert len(read_predictions(tmp_path / "r" / "predictions.jsonl")) == 1
+
+
+def test_a_server_that_is_down_stops_the_run_after_three_failed_questions(stub_server, no_sleep, tmp_path):
+    """A server that cannot be reached failed every question, each after its retries (hours for a long run): after
+    three questions in a row failed, the questions left are not asked; each gets a failed row saying why, and the same
+    command asks them all once the server answers."""
+    import socket
+    with socket.socket() as s: s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]     # nothing listens there now
+    out = tmp_path / "r"
+    args = ["run", "direct", "--dataset", "demo", "--limit", "6", "--batch-size", "1", "--no-cache", "--out", str(out)]
+    r = CliRunner().invoke(app, [*args, "--llm", f"openai:http://127.0.0.1:{port}/v1#m", "--llm-option", "max_retries=0"])
+    assert r.exit_code == 3 and "the run stopped after 3 questions in a row failed" in r.output, r.output
+    rows = read_predictions(out / "predictions.jsonl")
+    assert [x["failed"].startswith("not asked: the run stopped after 3 questions in a row failed") for x in rows] == [False] * 3 + [True] * 3
+    assert all("gave up after 1 attempts" in x["failed"] for x in rows[:3]) and "gave up after 1 attempts" in rows[3]["failed"]
+    assert json.loads((out / "summary.json").read_text())["failed"] == 6
+    stub_server.fail_next = 1000                                       # a server that answers 503 to everything
+    args = [*args[:-1], str(tmp_path / "s"), "--llm", f"openai:{stub_server.url}#m", "--llm-option", "max_retries=0"]
+    r = CliRunner().invoke(app, args)
+    qs = [q.question for q in load_dataset("demo").questions[:6]]
+    asked = lambda: sum(any(q in json.dumps(b, ensure_ascii=False) for _, b in stub_server.requests) for q in qs)
+    assert r.exit_code == 3 and asked() == 3, r.output                  # three questions asked, three not
+    stub_server.fail_next = 0                                          # it answers again: the same command asks all six
+    r = CliRunner().invoke(app, args)
+    s = json.loads((tmp_path / "s" / "summary.json").read_text())
+    assert (r.exit_code, s["n"], s["failed"], asked()) == (0, 6, 0, 6), r.output

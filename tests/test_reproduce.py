@@ -233,7 +233,7 @@ def test_evireform_appendix_tables_come_from_the_committed_runs(done):
     assert tv.loc["2wiki100-evireform-parser-full", ["chain initial %", "chain expanded %", "incomplete initially", "became complete"]].tolist() == \
         [cov["chain_initial"], cov["chain_expanded"], cov["incomplete_initial"], cov["became_complete"]]
     assert tv.loc["2wiki100-evireform-parser-full", ["paper chain initial %", "paper became complete"]].tolist() == [53.0, 416]
-    assert tv.loc["musique100-evireform-parser-full", ["paper chain initial %", "paper became complete"]].tolist() == [43.9, 150]
+    assert tv.loc["musique200-evireform-parser-full", ["paper chain initial %", "paper became complete"]].tolist() == [43.9, 150]
     assert "2wiki100-evireform-parser-no_reformulation" not in tv.index                    # no residual queries: no expanded pool to count
 
 

@@ -1,6 +1,7 @@
 """Committed runs are reused as they are: reading a complete run writes nothing, and the reproduction's dry run counts
 the runs it would answer anew (zero on a fresh clone)."""
 import json
+from pathlib import Path
 import pytest
 from megrag_kit.data import load_dataset
 from megrag_kit.method import Resources, build_method
@@ -54,3 +55,17 @@ def test_a_figure_saved_twice_has_the_same_bytes(tmp_path):
         e.figure(fig, "f"); plt.close(fig)
         got.append((tmp_path / "figures" / "f.svg").read_bytes())
     assert got[0] == got[1] and b"<dc:date>" not in got[0]
+
+
+def test_the_committed_reproduction_records_name_no_absolute_path():
+    "The provenance records of the committed demo reproduction name paths inside the repository relative to it, so a clone that reproduces the same runs writes the same paths."
+    root = Path(__file__).resolve().parents[1]
+    def strings(x):
+        if isinstance(x, dict): yield from (s for v in x.values() for s in strings(v))
+        elif isinstance(x, list): yield from (s for v in x for s in strings(v))
+        elif isinstance(x, str): yield x
+    recs = sorted((root / "runs" / "reproduce-demo" / "results").glob("*.json"))
+    assert len(recs) == 4
+    for f in recs:
+        bad = [s for s in strings(json.loads(f.read_text())) if s.startswith("/") and "/runs/" in s]
+        assert bad == [], f"{f.name}: {bad[:3]}"
