@@ -629,15 +629,13 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     bad = [n for n in names if n not in EXPERIMENTS]
     if bad: raise ValueError(f"unknown experiment {bad[0]!r}; one of {list(EXPERIMENTS)}")
     nbs = notebooks_dir(); root = nbs.parent
-    out = Path(out) if out else default_out(profile)
-    done = {}
+    out, done = (Path(out) if out else default_out(profile)), {}
     params = _check_profile_models(profile, params)                     # no model loads; before the datasets
     if check: check_datasets(profile_datasets({**PROFILES[profile], **(params or {})}), profile)
     todo = [(n, nbs / EXPERIMENTS[n]) for n in names]
     known = {k for f in EXPERIMENTS.values() for k in notebook_params(nbs / f)}
-    nb_out = out.resolve().relative_to(root.resolve()) if out.resolve().is_relative_to(root.resolve()) else out
-    ps = {n: _experiment_params(n, src, profile, params, nb_out, known) for n, src in todo}   # every check first;
-    # the notebooks run in `root`: an `out` inside the repository reaches them relative, as their records name it
+    nb_out = Path(repo_relative(str(out.resolve()), root))    # the notebooks run in `root`: relative inside it
+    ps = {n: _experiment_params(n, src, profile, params, nb_out, known) for n, src in todo}   # every check first
     for n, src in todo: _check_common(n, src, ps[n])
     if dry_run: return _dry_run(pm, todo, ps, out, root, kernel, progress)
     for i, (n, src) in enumerate(todo, 1):

@@ -222,7 +222,8 @@ def _inputs(self: DenseIndex) -> tuple[list[str], np.ndarray | None, dict]:
         if stats["n_long"]:
             warnings.warn(f"{stats['n_long']} of {len(self.texts)} texts are longer than the {limit}-token input "
                           f"limit of {self.embedder.model_id} (longest {stats['longest_tokens']}): the embedder cuts "
-                          f"them there, so their tails cannot be retrieved; chunking='window' embeds them whole",
+                          f"them there, so their tails cannot be retrieved; chunking='window' (`--chunking window`) "
+                          "embeds them whole",
                           stacklevel=3)
         return self.texts, None, {**stats, "n_truncated": stats["n_long"]}
     width = limit - tok.num_special_tokens_to_add()

@@ -329,7 +329,7 @@ def test_parser_backend_switches_the_proposition_view(demo, tmp_path):
 # ---- the real offline models
 
 @pytest.mark.slow
-def test_real_offline_models_on_three_questions(demo, minilm, smollm, demo_store):
+def test_real_offline_models_on_two_questions(demo, minilm, smollm, demo_store):
     """SmolLM2-135M extracts, selects, writes and reads; MiniLM ranks. Two questions (one batch of two) and small pools
     (2 passages of x, 1 per residual query) keep it near a minute on the CPU: what only the real models show is that
     their replies pass through every stage, which one batch shows as well as many."""

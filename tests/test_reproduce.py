@@ -893,7 +893,7 @@ def test_no_committed_table_reads_a_run_of_an_older_method_version():
     checked = 0
     for rec in sorted((root / "runs" / "reproduce-demo" / "results").glob("*.json")):
         for r in json.loads(rec.read_text())["runs"]:
-            folder = root / "runs" / r["folder"].split("/runs/", 1)[1]        # the record holds the path it was made at
+            folder = root / r["folder"]                                    # relative to the repository (repo_relative)
             mf = json.loads((folder / "run.json").read_text())
             assert check_method_version(mf, folder) == get_method(mf["method"]).VERSION, (rec.name, folder)
             checked += 1
