@@ -384,11 +384,13 @@ def repo_relative(x, root):
     """`x` (a JSON-like value: dicts, lists, strings) with every string that is an absolute path inside the folder
     `root` replaced by that path relative to `root` (POSIX form); other values as they are. Used for the provenance
     records of a reproduction, which must not name the folder a clone happens to live in."""
-    root = str(Path(root).resolve())
-    if isinstance(x, dict): return {k: repo_relative(v, root) for k, v in x.items()}
-    if isinstance(x, list): return [repo_relative(v, root) for v in x]
-    if isinstance(x, str) and x.startswith(root + os.sep): return Path(x).relative_to(root).as_posix()
-    return x
+    prefix = str(Path(root).resolve()) + os.sep         # resolved once, not per string
+    def rel(v):
+        if isinstance(v, dict): return {k: rel(w) for k, w in v.items()}
+        if isinstance(v, list): return [rel(w) for w in v]
+        if isinstance(v, str) and v.startswith(prefix): return Path(v[len(prefix):]).as_posix()
+        return v
+    return rel(x)
 
 @patch
 def finish(self: Experiment) -> dict:

@@ -457,16 +457,15 @@ def run(method: Method, dataset: Dataset, out, limit: int | None = None, batch_s
 # %% ../nbs/90_runner.ipynb #85f40f40
 STOP_AFTER_FAILED = 3   # questions in a row that failed before a run stops asking (`run`)
 
-def _not_asked(log, batch: list[Question], streak: list[str], first: bool) -> int:
-    """Write a failed row for each question of `batch`, not asked because the last `len(streak)` questions failed in
-    a row (`streak`: their messages); print why once (`first`). Returns the number of rows written."""
-    why = (f"not asked: the run stopped after {len(streak)} questions in a row failed (the last: {streak[-1]}); "
+def _not_asked(log, batch: list[Question], failed: int, last: str, first: bool) -> int:
+    """Write a failed row for each question of `batch`, not asked because the last `failed` questions failed in a
+    row (`last`: the message of the latest); print why once (`first`). Returns the number of rows written."""
+    why = (f"not asked: the run stopped after {failed} questions in a row failed (the last: {last}); "
            "run the same command again to ask it")
-    if first: tqdm.write(f"the run stopped after {len(streak)} questions in a row failed; the questions left are not "
+    if first: tqdm.write(f"the run stopped after {failed} questions in a row failed; the questions left are not "
                          "asked (a failed row each): run the same command again to ask them")
     for q in batch: log.write({**_base_row(q), "failed": why, "at": datetime.now(timezone.utc).isoformat()})
     return len(batch)
-
 
 # %% ../nbs/90_runner.ipynb #0da254ba
 def _run_held(method: Method, dataset: Dataset, out: Path, limit, batch_size: int, seed: int, show_progress: bool,
@@ -492,19 +491,19 @@ def _run_held(method: Method, dataset: Dataset, out: Path, limit, batch_size: in
     def tick(phase, gens):               # every LLM call moves the bar's postfix (a long method's batch takes minutes)
         live["calls"] += len(gens)
         if time.perf_counter() - live["t"] > 2: live["t"] = time.perf_counter(); show()
-    streak, stopped = [], False          # the messages of the questions that failed in a row; asking stopped
+    streak, last, stopped = 0, "", False  # questions failed in a row, the latest's message; asking stopped
     with JsonlAppender(pf, what="prediction") as log, Heartbeat(bar, 20):
         for b in range(0, len(todo), batch_size):
             batch = todo[b:b + batch_size]
-            if len(streak) >= STOP_AFTER_FAILED:
-                n_failed += _not_asked(log, batch, streak, first=not stopped); stopped = True
+            if streak >= STOP_AFTER_FAILED:
+                n_failed += _not_asked(log, batch, streak, last, first=not stopped); stopped = True
                 bar.update(len(batch)); continue
             parts = _answer_parts(method, batch, tick)
             if b == 0 and show_progress and len(todo) > len(batch):
                 _first_batch_note(len(batch), len(todo), time.perf_counter() - t_start, live["calls"])
             for qb, answers, meter in parts:
                 f = _write_rows(log, method, qb, answers, meter); n_failed += f
-                streak = streak + [str(answers)] if f else []
+                streak, last = (streak + 1, str(answers)) if f else (0, last)
                 if meter is not None:
                     live["idx"] += meter.phase_s.get("indexing", 0.0)
                     live["s"] += max(0.0, meter.wall_s - sum(v for k, v in meter.phase_s.items() if k != "answering"))
