@@ -394,7 +394,9 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
                   layers: int = typer.Option(None, min=0, help="LoRA on the top N decoder layers (0: all)"),
                   kinds: str = typer.Option(None, help="example kinds trained on: trajectory,hop | trajectory | hop"),
                   questions: int = typer.Option(None, min=1, help="train on this many of the training questions only "
-                                                "(a seeded subset, nested: a learning curve's points)")):
+                                                "(a seeded subset, nested: a learning curve's points)"),
+                  device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | auto (a GPU when torch sees one); "
+                                             "a checkpoint resumes on any device")):
     """LoRA on the output tokens only (MEGRAG Eq. 9); writes the adapter and manifest.json; use it as --llm
     smollm2-135m+lora:OUT."""
     from .distill import TrainConfig, train, DEFAULT_DATA
@@ -408,7 +410,7 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
                  questions=questions)
     try: cfg = TrainConfig(**{k: v for k, v in given.items() if v is not None})     # unset: the defaults of TrainConfig
     except ValueError as e: raise typer.BadParameter(str(e), param_hint="--kinds")
-    man = train(data, out, student, cfg)
+    man = train(data, out, student, cfg, device=device)
     typer.echo(json.dumps({k: v for k, v in man.items() if k not in ("losses", "too_long_ids")}, indent=1))
     typer.echo(f"student: --llm {student}+lora:{out}")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib, json, math, os, random, resource, shutil, time
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
-from .core import DataError, cpu_bf16, stable_hash, set_seed
+from .core import DataError, cpu_bf16, resolve_device, stable_hash, set_seed
 from .jsonl import read_jsonl
 from .models import adapter_hash, model_identity, parse_model_spec, smollm2_path
 from .distill_collect import collection_counts, read_examples
@@ -96,17 +96,19 @@ def _base_path(student: str) -> Path:
 
 # %% ../nbs/40c_distill_train.ipynb #e60a3ba9
 def _batch_loss(model, tok, seqs, bf16=False):
-    """Mean cross-entropy of the output tokens of `seqs` (right-padded to the longest), bf16 autocast when `bf16`: the
-    language-model head is applied only at the positions that predict an output token (the prompt's ~1,000 positions
-    need no 49k-word logits), the same value as the model's own loss over the labelled tokens."""
+    """Mean cross-entropy of the output tokens of `seqs` (right-padded to the longest) on the device of `model`'s
+    weights, bf16 autocast when `bf16`: the language-model head is applied only at the positions that predict an output
+    token (the prompt's ~1,000 positions need no 49k-word logits), the same value as the model's own loss over the
+    labelled tokens."""
     import torch
     n = max(len(s["input_ids"]) for s in seqs)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    ids = torch.tensor([s["input_ids"] + [pad] * (n - len(s["input_ids"])) for s in seqs])
-    lab = torch.tensor([s["labels"] + [-100] * (n - len(s["labels"])) for s in seqs])
-    att = torch.tensor([[1] * len(s["input_ids"]) + [0] * (n - len(s["input_ids"])) for s in seqs])
+    dev = next(model.parameters()).device
+    ids = torch.tensor([s["input_ids"] + [pad] * (n - len(s["input_ids"])) for s in seqs], device=dev)
+    lab = torch.tensor([s["labels"] + [-100] * (n - len(s["labels"])) for s in seqs], device=dev)
+    att = torch.tensor([[1] * len(s["input_ids"]) + [0] * (n - len(s["input_ids"])) for s in seqs], device=dev)
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+    with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
         h = base.model(input_ids=ids, attention_mask=att).last_hidden_state[:, :-1]   # position t predicts token t + 1
         y = lab[:, 1:]
         keep = y != -100
@@ -195,14 +197,14 @@ def _run_key(student: str, base: Path, tok, paths: list, cfg: TrainConfig) -> di
                 hyperparameters={k: v for k, v in asdict(cfg).items() if k not in ("steps", "save_every")})
 
 # %% ../nbs/40c_distill_train.ipynb #fe3a97f9
-def _lora_model(base: Path, cfg: TrainConfig):
-    """`(model, optimizer)`: the base model in fp32 with LoRA of rank `cfg.rank` on the attention projections of its
+def _lora_model(base: Path, cfg: TrainConfig, device: str = "cpu"):
+    """`(model, optimizer)`: the base model in fp32 on `device` with LoRA of rank `cfg.rank` on the attention projections of its
     top `cfg.layers` layers (`lora_targets`), and AdamW over the adapter's weights; seeded with `cfg.seed`."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
     set_seed(cfg.seed); torch.manual_seed(cfg.seed)
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32).to(device)
     lora = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=0.0,
                       target_modules=lora_targets(model, cfg.layers), task_type="CAUSAL_LM")
     model = get_peft_model(model, lora)
@@ -220,7 +222,8 @@ def _resume(ck: Path, key: dict, model, opt, cfg: TrainConfig) -> dict:
     st = json.loads((ck / "state.json").read_text())
     if st["key"] != key: raise DataError(f"{ck} belongs to another run ({st['key']}); use another --out", file=ck)
     set_peft_model_state_dict(model, load_file(ck / "adapter.safetensors"))
-    opt.load_state_dict(torch.load(ck / "optimizer.pt", weights_only=True))
+    dev = next(model.parameters()).device     # a checkpoint written on one device resumes on another
+    opt.load_state_dict(torch.load(ck / "optimizer.pt", weights_only=True, map_location=dev))
     step = st["step"]
     if step > cfg.steps:
         raise DataError(f"{ck} is at step {step}, past steps={cfg.steps}; give steps >= {step}", file=ck)
@@ -318,22 +321,41 @@ def _train_manifest(key: dict, cfg: TrainConfig, out: Path, paths: list, example
                 peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
 
 # %% ../nbs/40c_distill_train.ipynb #70cfcb62
-def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = None, progress: bool = True) -> dict:
+def _bf16_on(dev: str, flags: list[str]) -> bool:
+    "Whether bf16 autocast is on by default on `dev`: a GPU that supports bf16, or a CPU with bf16 instructions."
+    if dev.startswith("cuda"):
+        import torch
+        return torch.cuda.is_bf16_supported()
+    return bool(flags)
+
+def _device_record(dev: str) -> dict:
+    "The manifest's record of the device `dev` a run trained on: its name and, on a GPU, the peak memory in MiB."
+    if not dev.startswith("cuda"): return dict(device=dev, device_name="cpu")
+    import torch
+    return dict(device=dev, device_name=torch.cuda.get_device_name(dev),
+                gpu_peak_mb=round(torch.cuda.max_memory_allocated(dev) / 2**20, 1))
+
+def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = None, progress: bool = True,
+          device: str = "cpu") -> dict:
     """Fine-tune a LoRA adapter of `student` on collected examples (`data`: one path or a list), loss on the output
     tokens only (MEGRAG paper, §"Graph Construction Distillation", Eq. 9). Writes the adapter and `manifest.json` to
     `out`; resumes from `out/checkpoint` when one exists for the same data and hyperparameters (`steps` may differ: the
     first k steps of every run are the same, so a run continues to more steps, or ends at its checkpoint with `steps`
     set to the checkpoint's step). A progress bar shows the loss and the time left; the held-out validation loss
     (token-weighted mean over the validation examples) is computed after every epoch and at the end (`val_losses`:
-    `[[step, loss]]`). `cfg.bf16=None` (the default) turns bf16 autocast on when the CPU has bf16
-    instructions; the manifest records the choice (`hyperparameters.bf16`) and the CPU's flags (`cpu_bf16`).
+    `[[step, loss]]`). `device`: `cpu`, `cuda`, `cuda:N` or `auto` (a GPU when torch sees one); the device is not part
+    of the run's key, so a run checkpointed on one device resumes on another. `cfg.bf16=None` (the default) turns bf16
+    autocast on when the device computes in bf16 (a GPU that supports it; a CPU with bf16 instructions); the manifest
+    records the choice (`hyperparameters.bf16`), the device (`device`, `device_name`), the CPU's flags (`cpu_bf16`)
+    and, on a GPU, its peak memory (`gpu_peak_mb`).
     Examples longer than `max_len` tokens are left out, counted (`too_long`) and named (`too_long_ids`), with a
     warning. Returns the manifest.
-    `ValueError` when no example fits `max_len`; `DataError` for a checkpoint of other data or hyperparameters."""
+    `ValueError` when no example fits `max_len` or a GPU is asked for that torch does not see; `DataError` for a
+    checkpoint of other data or hyperparameters."""
     from transformers import AutoTokenizer
     cfg, out = cfg or TrainConfig(), Path(out)
-    flags = cpu_bf16()
-    if cfg.bf16 is None: cfg = replace(cfg, bf16=bool(flags))     # auto: recorded in the key and the manifest
+    dev, flags = resolve_device(device), cpu_bf16()
+    if cfg.bf16 is None: cfg = replace(cfg, bf16=_bf16_on(dev, flags))   # auto: recorded in the key and the manifest
     paths = [data] if isinstance(data, (str, Path)) else list(data)
     base = _base_path(student)
     tok = AutoTokenizer.from_pretrained(base)
@@ -341,7 +363,7 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     tr, va = _split(seqs, cfg.val_frac)
     if not tr: tr, va = va, []
     key = _run_key(student, base, tok, paths, cfg)
-    model, opt = _lora_model(base, cfg)
+    model, opt = _lora_model(base, cfg, dev)
     state = _resume(out / "checkpoint", key, model, opt, cfg)
     _train_loop(model, opt, tok, tr, va, cfg, out, state, progress)
     vals = state["val_losses"]
@@ -349,7 +371,7 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     model.save_pretrained(out)
     normalize_adapter_config(out, student)
     man = _train_manifest(key, cfg, out, paths, examples, long, seqs, tr, va, state, val_loss)
-    man["cpu_bf16"] = flags
+    man.update(cpu_bf16=flags, **_device_record(dev))
     (out / "manifest.json").write_text(json.dumps(man, indent=1))
     return man
 

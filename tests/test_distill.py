@@ -382,6 +382,7 @@ def test_same_seed_and_data_give_the_same_adapter_hash_and_a_resumed_run_matches
     a = train(data, tmp_path / "a", cfg=cfg(4), progress=False)
     b = train(data, tmp_path / "b", cfg=cfg(4), progress=False)
     assert a["adapter_sha256"] == b["adapter_sha256"] == adapter_hash(tmp_path / "a") and a["losses"] == b["losses"]
+    assert (a["device"], a["device_name"]) == ("cpu", "cpu") and "gpu_peak_mb" not in a
     train(data, tmp_path / "c", cfg=cfg(2), progress=False)
     c = train(data, tmp_path / "c", cfg=cfg(4), progress=False)          # continues from the step-2 checkpoint
     assert c["adapter_sha256"] == a["adapter_sha256"] and c["steps"] == 4
