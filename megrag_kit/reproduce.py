@@ -357,16 +357,17 @@ def newest_run(root, method: str, dataset: str, options: dict | None = None, man
 @patch
 def table(self: Experiment, df, name: str, caption: str = "", ints=()) -> list[Path]:
     """Save a pandas DataFrame as `tables/NAME.md` (Markdown, `caption` above it; `ints`: count columns, see
-    `markdown_table`) and `tables/NAME.csv`; returns both paths."""
+    `markdown_table`) and `tables/NAME.csv`; returns both paths where they end up (under `out`, as the notebook was
+    given it)."""
     md, csv = self.dest / "tables" / f"{name}.md", self.dest / "tables" / f"{name}.csv"
     md.write_text((f"{caption}\n\n" if caption else "") + markdown_table(df, ints) + "\n"); df.to_csv(csv, index=False)
     self.outputs += [str(self.out / "tables" / p.name) for p in (md, csv)]
-    return [md, csv]
+    return [self.out / "tables" / p.name for p in (md, csv)]
 
 @patch
 def figure(self: Experiment, fig, name: str, data=None) -> list[Path]:
     """Save a matplotlib figure as `figures/NAME.png` and `.svg` (text kept as text), and `data` (a DataFrame) as
-    `NAME.csv`."""
+    `NAME.csv`; returns the paths where they end up (under `out`, as the notebook was given it)."""
     import matplotlib.pyplot as plt
     paths = [self.dest / "figures" / f"{name}.{e}" for e in ("png", "svg")]
     # no date and a fixed id salt in the SVG: the same figure gives the same bytes on every reproduction
@@ -377,7 +378,7 @@ def figure(self: Experiment, fig, name: str, data=None) -> list[Path]:
         data.to_csv(self.dest / "figures" / f"{name}.csv", index=False)
         paths.append(self.dest / "figures" / f"{name}.csv")
     self.outputs += [str(self.out / "figures" / p.name) for p in paths]
-    return paths
+    return [self.out / "figures" / p.name for p in paths]
 
 # %% ../nbs/95_reproduce.ipynb #886873a1
 def repo_relative(x, root):
@@ -406,7 +407,8 @@ def finish(self: Experiment) -> dict:
     rec = repo_relative(json.loads(json.dumps(rec, default=str)), default_out().parents[1])
     f = self.dest / "results" / f"{self.name}.json"
     f.write_text(json.dumps(rec, indent=1))
-    print(f"{self.name}: wrote {len(self.outputs)} files under {self.out} in {rec['wall_s']} s; provenance in {f}")
+    print(f"{self.name}: wrote {len(self.outputs)} files under {self.out} in {rec['wall_s']} s; provenance in "
+          f"{self.out / 'results' / f.name}")
     return rec
 
 # %% ../nbs/95_reproduce.ipynb #9a4c6ea9
@@ -547,6 +549,16 @@ def _move_staged(stage: Path, out: Path) -> None:
     shutil.rmtree(stage)
 
 # %% ../nbs/95_reproduce.ipynb #9082beef
+def _relative_papermill_paths(nb_path: Path, final: Path, root: Path) -> None:
+    """Set the executed notebook's papermill `input_path` and `output_path` (`final`, where it is moved) relative to
+    the repository `root`."""
+    import nbformat
+    nb = nbformat.read(nb_path, as_version=4)
+    pm_meta = nb.metadata.setdefault("papermill", {})
+    pm_meta.update(repo_relative(dict(input_path=pm_meta.get("input_path"), output_path=str(Path(final).resolve())),
+                                 root))
+    nbformat.write(nb, nb_path)
+
 def _execute(pm, n: str, src: Path, p: dict, out: Path, root: Path, kernel: str, progress: bool, tag: str,
              dry: Path | None = None) -> dict:
     """Execute experiment `n` (notebook `src`) with parameters `p`; `{notebook, outputs, wall_s}`. The executed
@@ -577,6 +589,7 @@ def _execute(pm, n: str, src: Path, p: dict, out: Path, root: Path, kernel: str,
     if dry:
         shutil.rmtree(stage, ignore_errors=True)
         return dict(notebook=None, outputs=[], wall_s=round(time.perf_counter() - t0, 1))
+    _relative_papermill_paths(dest, out / "notebooks" / EXPERIMENTS[n], root)   # names no folder a clone lives in
     _move_staged(stage, out)
     rec = json.loads((out / "results" / f"{n}.json").read_text())
     return dict(notebook=str(out / "notebooks" / EXPERIMENTS[n]), outputs=rec["outputs"],

@@ -69,3 +69,14 @@ def test_the_committed_reproduction_records_name_no_absolute_path():
     for f in recs:
         bad = [s for s in strings(json.loads(f.read_text())) if s.startswith("/") and "/runs/" in s]
         assert bad == [], f"{f.name}: {bad[:3]}"
+
+
+def test_the_committed_executed_notebooks_name_no_absolute_or_staging_path():
+    "The executed notebooks of the committed demo reproduction: papermill's paths relative to the repository, no staging folder in any output."
+    root = Path(__file__).resolve().parents[1]
+    nbs = sorted((root / "runs" / "reproduce-demo" / "notebooks").glob("*.ipynb"))
+    assert len(nbs) == 4
+    for f in nbs:
+        meta = json.loads(f.read_text())["metadata"]["papermill"]
+        assert not meta["input_path"].startswith("/") and meta["output_path"] == f"runs/reproduce-demo/notebooks/{f.name}"
+        assert ".stage-" not in f.read_text(), f.name
