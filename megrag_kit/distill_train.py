@@ -198,8 +198,9 @@ def _run_key(student: str, base: Path, tok, paths: list, cfg: TrainConfig) -> di
 
 # %% ../nbs/40c_distill_train.ipynb #fe3a97f9
 def _lora_model(base: Path, cfg: TrainConfig, device: str = "cpu"):
-    """`(model, optimizer)`: the base model in fp32 on `device` with LoRA of rank `cfg.rank` on the attention projections of its
-    top `cfg.layers` layers (`lora_targets`), and AdamW over the adapter's weights; seeded with `cfg.seed`."""
+    """`(model, optimizer)`: the base model in fp32 on `device` with LoRA of rank `cfg.rank` on the attention
+    projections of its top `cfg.layers` layers (`lora_targets`), and AdamW over the adapter's weights; seeded with
+    `cfg.seed`."""
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM

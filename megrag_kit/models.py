@@ -259,7 +259,10 @@ def load_student(spec: str, device: str = "auto", **kw) -> ChatModel:
         m = LlamaCppChatModel(gguf_base, device, name=name, lora=lora, **kw)
     else:
         m = load_llm(base_spec, device, **kw)
+        import warnings
         from peft import PeftModel
-        m.model = PeftModel.from_pretrained(m.model, path).merge_and_unload().eval()
+        with warnings.catch_warnings():     # peft reads transformers' deprecated is_gradient_checkpointing: not ours
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
+            m.model = PeftModel.from_pretrained(m.model, path).merge_and_unload().eval()
     m.model_id, m.openie_llm, m.adapter = f"{openie.model_id}+lora@{h[:12]}", openie, str(Path(path).resolve())
     return m
