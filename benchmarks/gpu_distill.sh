@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The distillation's training on a GPU: the v4 student's recipe (`megrag-kit distill train`, the same data and
 # hyperparameters as runs/distill/student-v4-240, trained on this project's 2-core CPU in 2,981 s), then the same run
-# continued to 5 epochs, then LoRA on all 30 layers at rank 16 for 3 epochs (about 9.5 minutes on one H200); each
-# run's manifest records its seconds per step, its validation loss after every epoch, the device and the GPU's peak
-# memory. What ran on 2026-12-04 and what it measured: benchmarks/results/gpu-distill.md.
+# continued to 5 epochs, then LoRA on all 30 layers at rank 16 for 3 epochs (the timeouts below sized from the
+# 2026-12-04 runs' seconds per step to fit 10 minutes); each run's manifest records its seconds per step, its
+# validation loss after every epoch, the device and the GPU's peak memory. What ran on 2026-12-04 and what it measured: benchmarks/results/gpu-distill.md.
 #
 #   bash benchmarks/gpu_distill.sh OUT_DIR            # on a machine with a CUDA GPU and the kit installed
 #
@@ -29,10 +29,12 @@ train() {   # NAME TIMEOUT_S ARGS...: one training run into runs/distill/NAME, p
   echo "$name: $((SECONDS - t0)) s wall"
   if [ -d "runs/distill/$name" ]; then tar -C runs/distill --exclude=checkpoint -czf "$out/$name.tgz" "$name"; fi
 }
-python -c "import torch; print(torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'no GPU')"
+python -c "import torch; print(torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() \
+    else 'no GPU')"
 train gpu-v4-240 170 "${v4[@]}" --steps "${STEPS:-240}"                     # the v4 recipe, 240 steps (1.02 epochs)
 if [ ! -d runs/distill/gpu-v4-5ep ] && [ -d runs/distill/gpu-v4-240/checkpoint ]; then   # continue v4's run
   cp -r runs/distill/gpu-v4-240 runs/distill/gpu-v4-5ep
 fi
-train gpu-v4-5ep 210 "${v4[@]}" --steps "${STEPS5:-1175}"                    # continued from step 240 to 5 epochs (235/epoch)
+# continued from step 240 to 5 epochs (235 steps per epoch)
+train gpu-v4-5ep 210 "${v4[@]}" --steps "${STEPS5:-1175}"
 train gpu-all16-3ep 210 "${all16[@]}" --steps "${STEPS3:-705}"      # all 30 layers, rank 16: 3 epochs
