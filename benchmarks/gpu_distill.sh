@@ -3,7 +3,8 @@
 # hyperparameters as runs/distill/student-v4-240, trained on this project's 2-core CPU in 2,981 s), then the same run
 # continued to 5 epochs, then LoRA on all 30 layers at rank 16 for 3 epochs (the timeouts below sized from the
 # 2026-12-04 runs' seconds per step to fit 10 minutes); each run's manifest records its seconds per step, its
-# validation loss after every epoch, the device and the GPU's peak memory. What ran on 2026-12-04 and what it measured: benchmarks/results/gpu-distill.md.
+# validation loss after every epoch, the device and the GPU's peak memory. What ran on 2026-12-04
+# and what it measured: benchmarks/results/gpu-distill.md.
 #
 #   bash benchmarks/gpu_distill.sh OUT_DIR            # on a machine with a CUDA GPU and the kit installed
 #
