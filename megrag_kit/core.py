@@ -148,12 +148,15 @@ def cpu_bf16() -> list[str]:
 def resolve_precision(precision: str = "auto", device: str = "cpu") -> str:
     """`'fp32'` or `'bf16'`, the precision of a local model's weights and activations for `precision` (one of
     `PRECISIONS`) on `device` (`cpu`, `cuda`, `cuda:N`, or `auto`, resolved by `resolve_device`): `fp32` and `bf16` as
-    given; `auto` is `bf16` on a GPU and on a CPU with bf16 instructions (`cpu_bf16`), else `fp32` (a CPU without
-    them emulates bf16, slower than fp32). `OptionError` for another value."""
+    given; `auto` is `bf16` on a GPU that computes in bf16 (`torch.cuda.is_bf16_supported`; a named GPU that torch
+    does not see counts as one) and on a CPU with bf16 instructions (`cpu_bf16`), else `fp32` (a device without them
+    emulates bf16, slower than fp32). `OptionError` for another value."""
     check_choice("precision", precision, PRECISIONS)
     if precision != "auto": return precision
-    gpu = (resolve_device("auto") if device == "auto" else check_device(device)).startswith("cuda")   # not looked for
-    return "bf16" if gpu or cpu_bf16() else "fp32"
+    if (resolve_device("auto") if device == "auto" else check_device(device)).startswith("cuda"):
+        import torch
+        return "bf16" if not torch.cuda.is_available() or torch.cuda.is_bf16_supported() else "fp32"
+    return "bf16" if cpu_bf16() else "fp32"
 
 # %% ../nbs/00_core.ipynb #6a2e4a85
 def set_seed(seed: int = 0):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib, json, math, os, random, resource, shutil, time
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
-from .core import DataError, cpu_bf16, resolve_device, stable_hash, set_seed
+from .core import DataError, cpu_bf16, resolve_device, resolve_precision, stable_hash, set_seed
 from .jsonl import read_jsonl
 from .models import adapter_hash, model_identity, parse_model_spec, smollm2_path
 from .distill_collect import collection_counts, read_examples
@@ -40,7 +40,8 @@ class TrainConfig:
     one-step question, which always stops at its first step); sequences over `max_len` tokens left out and counted;
     `val_frac` of the questions held out, their loss reported after every epoch; a checkpoint every `save_every`
     steps; `bf16`: bf16 autocast of the forward pass (the LoRA weights and optimizer stay fp32), `None` (the
-    default): on when the CPU has bf16 instructions (`cpu_bf16`), resolved by `train` and recorded in the manifest;
+    default): on when the training device computes in bf16 (`resolve_precision`: a GPU that supports it, a CPU with
+    bf16 instructions), resolved by `train` and recorded in the manifest;
     `questions`: train on the examples of this many training questions only (0: all), a seeded choice by the hash of
     each question id, so a smaller set is part of every larger one (the points of a learning curve).
 
@@ -322,13 +323,6 @@ def _train_manifest(key: dict, cfg: TrainConfig, out: Path, paths: list, example
                 peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
 
 # %% ../nbs/40c_distill_train.ipynb #70cfcb62
-def _bf16_on(dev: str, flags: list[str]) -> bool:
-    "Whether bf16 autocast is on by default on `dev`: a GPU that supports bf16, or a CPU with bf16 instructions."
-    if dev.startswith("cuda"):
-        import torch
-        return torch.cuda.is_bf16_supported()
-    return bool(flags)
-
 def _device_record(dev: str) -> dict:
     "The manifest's record of the device `dev` a run trained on: its name and, on a GPU, the peak memory in MiB."
     if not dev.startswith("cuda"): return dict(device=dev, device_name="cpu")
@@ -356,7 +350,7 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     from transformers import AutoTokenizer
     cfg, out = cfg or TrainConfig(), Path(out)
     dev, flags = resolve_device(device), cpu_bf16()
-    if cfg.bf16 is None: cfg = replace(cfg, bf16=_bf16_on(dev, flags))   # auto: recorded in the key and the manifest
+    if cfg.bf16 is None: cfg = replace(cfg, bf16=resolve_precision("auto", dev) == "bf16")   # recorded in key, manifest
     paths = [data] if isinstance(data, (str, Path)) else list(data)
     base = _base_path(student)
     tok = AutoTokenizer.from_pretrained(base)
