@@ -395,6 +395,9 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
                   kinds: str = typer.Option(None, help="example kinds trained on: trajectory,hop | trajectory | hop"),
                   questions: int = typer.Option(None, min=1, help="train on this many of the training questions only "
                                                 "(a seeded subset, nested: a learning curve's points)"),
+                  repeats: str = typer.Option(None, help="draws per epoch of each --data file's examples, in --data "
+                                              "order (2.75,1,2.75: a small source as often as a large one) "
+                                              "[default: each once]"),
                   device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | auto (a GPU when torch sees one); "
                                              "a checkpoint resumes on any device")):
     """LoRA on the output tokens only (MEGRAG Eq. 9); writes the adapter and manifest.json; use it as --llm
@@ -407,9 +410,13 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
                                  "--out ...)", param_hint="--data")
     given = dict(steps=steps, batch=batch, lr=lr, rank=rank, alpha=alpha, max_len=max_len, val_frac=val_frac,
                  save_every=save_every, seed=seed, bf16=bf16, layers=layers, kinds=kinds,
-                 questions=questions)
+                 questions=questions, repeats=repeats)
     try: cfg = TrainConfig(**{k: v for k, v in given.items() if v is not None})     # unset: the defaults of TrainConfig
-    except ValueError as e: raise typer.BadParameter(str(e), param_hint="--kinds")
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--repeats" if "repeats" in str(e) else "--kinds")
+    if cfg.repeats and len(cfg.repeats.split(",")) != len(data):
+        raise typer.BadParameter(f"{cfg.repeats!r} gives {len(cfg.repeats.split(','))} numbers for {len(data)} --data "
+                                 "files: one per file, in their order", param_hint="--repeats")
     man = train(data, out, student, cfg, device=device)
     typer.echo(json.dumps({k: v for k, v in man.items() if k not in ("losses", "too_long_ids")}, indent=1))
     typer.echo(f"student: --llm {student}+lora:{out}")

@@ -14,7 +14,7 @@ from .distill_collect import collection_counts, read_examples
 
 # %% auto #0
 __all__ = ['EXAMPLE_KINDS', 'serialize', 'TrainConfig', 'data_hash', 'lora_targets', 'serialize_examples',
-           'normalize_adapter_config', 'question_subset', 'train', 'questions_seen']
+           'normalize_adapter_config', 'question_subset', 'repeat_by_file', 'train', 'questions_seen']
 
 # %% ../nbs/40c_distill_train.ipynb #de197980
 def serialize(tok, messages: list[dict], target: str) -> dict:
@@ -43,7 +43,10 @@ class TrainConfig:
     default): on when the training device computes in bf16 (`resolve_precision`: a GPU that supports it, a CPU with
     bf16 instructions), resolved by `train` and recorded in the manifest;
     `questions`: train on the examples of this many training questions only (0: all), a seeded choice by the hash of
-    each question id, so a smaller set is part of every larger one (the points of a learning curve).
+    each question id, so a smaller set is part of every larger one (the points of a learning curve);
+    `repeats`: how often each data file's training examples are drawn per epoch, comma-separated in the order of the
+    files (`"2.75,1,2.75"`: the first and third file's examples 2.75 times each, a smaller source as often as a
+    larger one; `repeat_by_file`), `""` (the default): each once.
 
     The defaults come from `benchmarks/bench_distill.py` on this project's 2-core CPU with AMX and AVX512-BF16
     (`benchmarks/results/bench_distill.md`): a step of 4 examples of ~1,100 tokens took 2.90 s with bf16 autocast
@@ -62,11 +65,18 @@ class TrainConfig:
     layers: int = 8
     kinds: str = "trajectory"
     questions: int = 0
+    repeats: str = ""
 
     def __post_init__(self):
         if any(k not in EXAMPLE_KINDS for k in self.kinds.split(",")):     # "" splits to [""]: refused too
             raise ValueError(f"TrainConfig.kinds: {self.kinds!r} is not a comma-separated choice of "
                              f"{', '.join(EXAMPLE_KINDS)}")
+        if self.repeats:
+            try: rs = [float(r) for r in self.repeats.split(",")]
+            except ValueError: rs = [-1.0]
+            if min(rs) < 0 or max(rs) == 0:
+                raise ValueError(f"TrainConfig.repeats: {self.repeats!r} is not a comma-separated list of numbers "
+                                 ">= 0, one per data file, not all 0")
 
 
 
@@ -144,7 +154,7 @@ def serialize_examples(tok, examples: list[dict], max_len: int) -> tuple[list[di
     silently lost."""
     seqs, long = [], []
     for e in examples:
-        s = dict(serialize(tok, e["messages"], e["target"]), qid=e["qid"])
+        s = dict(serialize(tok, e["messages"], e["target"]), qid=e["qid"], src=e.get("src", 0))
         if len(s["input_ids"]) <= max_len: seqs.append(s)
         else: long.append(f"{e['qid']}:{e['step']}:{e['kind']}")
     return seqs, long
@@ -176,7 +186,8 @@ def _training_sequences(paths: list, tok, cfg: TrainConfig) -> tuple[list[dict],
     serialized for `tok` (`serialize_examples`), a warning naming those over `cfg.max_len` tokens. `ValueError` when
     there is no example of those kinds, or none fits."""
     import warnings
-    examples = [e for e in read_examples(*paths) if e["kind"] in cfg.kinds.split(",")]
+    kinds = cfg.kinds.split(",")
+    examples = [dict(e, src=i) for i, p in enumerate(paths) for e in read_examples(p) if e["kind"] in kinds]
     if not examples: raise ValueError(f"{paths} hold no example of kinds {cfg.kinds!r}")
     if cfg.questions:
         examples = [e for e in examples if e["qid"] in question_subset([e["qid"] for e in examples], cfg.questions)]
@@ -187,6 +198,24 @@ def _training_sequences(paths: list, tok, cfg: TrainConfig) -> tuple[list[dict],
                            "(passage_chars, sentence_chars)")
     return examples, seqs, long
 
+# %% ../nbs/40c_distill_train.ipynb #f5a4b30d
+def repeat_by_file(seqs: list[dict], repeats: str) -> list[dict]:
+    """The training sequences `seqs` (each with `src`, the index of its data file) as one epoch draws them when file
+    i's examples are drawn `r_i` times, `repeats` = `"r_0,r_1,..."` (`TrainConfig.repeats`): the whole part of `r_i`
+    as copies, the fractional part as a seeded subset (the sequences first in the order of
+    `stable_hash(["repeat", qid, k])`, `k` a sequence's position among its file's). `""` returns `seqs` itself.
+    `ValueError` when a sequence's file has no entry in `repeats`."""
+    if not repeats: return seqs
+    rs = [float(r) for r in repeats.split(",")]
+    if (n := max(s["src"] for s in seqs) + 1) > len(rs):
+        raise ValueError(f"repeats={repeats!r} names {len(rs)} data files, the data has {n}: give one per --data file")
+    out = []
+    for i, r in enumerate(rs):
+        own = [s for s in seqs if s["src"] == i]
+        order = sorted(range(len(own)), key=lambda k: stable_hash(["repeat", own[k]["qid"], k]))
+        out += own * int(r) + [own[k] for k in sorted(order[:round((r % 1) * len(own))])]
+    return out
+
 # %% ../nbs/40c_distill_train.ipynb #116be5b7
 def _run_key(student: str, base: Path, tok, paths: list, cfg: TrainConfig) -> dict:
     """The key a checkpoint must match: the base model's identity, the data's sha256 and the hyperparameters. It
@@ -194,22 +223,25 @@ def _run_key(student: str, base: Path, tok, paths: list, cfg: TrainConfig) -> di
     continued to more steps, or finished early with `steps` = its checkpoint's step."""
     name = "smollm2-135m-instruct-q4_1" if _named_base(student) else f"hf:{base.name}"
     identity = model_identity(name, base, chat_template=tok.chat_template, dtype="torch.float32")
-    return dict(base=identity, data_sha256=data_hash(paths),
-                hyperparameters={k: v for k, v in asdict(cfg).items() if k not in ("steps", "save_every")})
+    hp = {k: v for k, v in asdict(cfg).items() if k not in ("steps", "save_every")}
+    if not cfg.repeats: del hp["repeats"]      # unset, the key of a run made before `repeats` existed
+    return dict(base=identity, data_sha256=data_hash(paths), hyperparameters=hp)
 
 # %% ../nbs/40c_distill_train.ipynb #fe3a97f9
 def _lora_model(base: Path, cfg: TrainConfig, device: str = "cpu"):
     """`(model, optimizer)`: the base model in fp32 on `device` with LoRA of rank `cfg.rank` on the attention
     projections of its top `cfg.layers` layers (`lora_targets`), and AdamW over the adapter's weights; seeded with
     `cfg.seed`."""
-    import torch
+    import torch, warnings
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
     set_seed(cfg.seed); torch.manual_seed(cfg.seed)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32).to(device)
     lora = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=0.0,
                       target_modules=lora_targets(model, cfg.layers), task_type="CAUSAL_LM")
-    model = get_peft_model(model, lora)
+    with warnings.catch_warnings():     # peft reads transformers' deprecated is_gradient_checkpointing: not ours
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
+        model = get_peft_model(model, lora)
     return model, torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.lr)
 
 # %% ../nbs/40c_distill_train.ipynb #06bf79a7
@@ -311,7 +343,8 @@ def _train_manifest(key: dict, cfg: TrainConfig, out: Path, paths: list, example
     epoch_steps = math.ceil(len(tr) / cfg.batch)
     return dict(key, hyperparameters=asdict(cfg), adapter_sha256=adapter_hash(out), data=[str(p) for p in paths],
                 examples_by_source=_by_source(paths), examples=len(examples), too_long=len(long), too_long_ids=long,
-                train_examples=len(tr), val_examples=len(va), train_questions=len({s["qid"] for s in tr}),
+                train_examples=len({id(s) for s in tr}), epoch_examples=len(tr),     # `repeats` copies: one object
+                val_examples=len(va), train_questions=len({s["qid"] for s in tr}),
                 questions_seen=_seen(tr, step, cfg),
                 val_questions=len({s["qid"] for s in va}),
                 tokens_mean=round(sum(len(s["input_ids"]) for s in seqs) / len(seqs), 1),
@@ -344,9 +377,10 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     records the choice (`hyperparameters.bf16`), the device (`device`, `device_name`), the CPU's flags (`cpu_bf16`)
     and, on a GPU, its peak memory (`gpu_peak_mb`).
     Examples longer than `max_len` tokens are left out, counted (`too_long`) and named (`too_long_ids`), with a
-    warning. Returns the manifest.
-    `ValueError` when no example fits `max_len` or a GPU is asked for that torch does not see; `DataError` for a
-    checkpoint of other data or hyperparameters."""
+    warning. `cfg.repeats` draws each file's training examples that many times per epoch (`repeat_by_file`); with more
+    than one file the manifest adds each file's own validation loss (`val_loss_by_source`). Returns the manifest.
+    `ValueError` when no example fits `max_len`, `repeats` does not give one number per file, or a GPU is asked for
+    that torch does not see; `DataError` for a checkpoint of other data or hyperparameters."""
     from transformers import AutoTokenizer
     cfg, out = cfg or TrainConfig(), Path(out)
     dev, flags = resolve_device(device), cpu_bf16()
@@ -355,8 +389,12 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     base = _base_path(student)
     tok = AutoTokenizer.from_pretrained(base)
     examples, seqs, long = _training_sequences(paths, tok, cfg)
+    if cfg.repeats and len(cfg.repeats.split(",")) != len(paths):
+        raise ValueError(f"repeats={cfg.repeats!r} gives {len(cfg.repeats.split(','))} numbers for {len(paths)} data "
+                         "files: one per file, in their order")
     tr, va = _split(seqs, cfg.val_frac)
     if not tr: tr, va = va, []
+    tr = repeat_by_file(tr, cfg.repeats)
     key = _run_key(student, base, tok, paths, cfg)
     model, opt = _lora_model(base, cfg, dev)
     state = _resume(out / "checkpoint", key, model, opt, cfg)
@@ -367,6 +405,11 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     normalize_adapter_config(out, student)
     man = _train_manifest(key, cfg, out, paths, examples, long, seqs, tr, va, state, val_loss)
     man.update(cpu_bf16=flags, **_device_record(dev))
+    if len(paths) > 1:                        # each file's own validation loss (the mixture's hides a small source's)
+        names = list(man["examples_by_source"])
+        man["val_loss_by_source"] = {names[i] if len(names) == len(paths) else str(p):
+                                     _validate(model, tok, [s for s in va if s["src"] == i], cfg)
+                                     for i, p in enumerate(paths)}
     (out / "manifest.json").write_text(json.dumps(man, indent=1))
     return man
 
@@ -386,4 +429,4 @@ def questions_seen(adapter, steps: int | None = None, student: str = "smollm2-13
     cfg = TrainConfig(**man["hyperparameters"])
     _, seqs, _ = _training_sequences(man["data"], AutoTokenizer.from_pretrained(_base_path(student)), cfg)
     tr, va = _split(seqs, cfg.val_frac)
-    return _seen(tr or va, man["steps"] if steps is None else steps, cfg)
+    return _seen(repeat_by_file(tr or va, cfg.repeats), man["steps"] if steps is None else steps, cfg)
