@@ -5,17 +5,21 @@
 # %% ../nbs/40d_distill_hops.ipynb #bb3f47ea
 from __future__ import annotations
 from .metrics import f1_score
+import re
 from .distill_teachers import _contains, gold_hops
 
 # %% auto #0
-__all__ = ['HOP_FIELDS', 'hop_diagnosis', 'hop_table']
+__all__ = ['HOP_FIELDS', 'TRIPLE_QUERY', 'hop_diagnosis', 'hop_table']
 
 # %% ../nbs/40d_distill_hops.ipynb #9b542177
 def _cited_text(node: dict) -> str:
     return " ".join(t for units in (node.get("evidence") or {}).values() for _, t in units)
 
 HOP_FIELDS = ("questions", "reached", "gold_retrieved", "answer_retrieved", "answer_cited", "read", "read_cited",
-              "stopped_early", "went_on")
+              "stopped_early", "went_on", "templated")
+# the form of the gold teacher's sub-questions from 2Wiki's evidence triples (`gold_hops`): a query of this form on
+# another dataset is a habit learned from 2Wiki's trajectories
+TRIPLE_QUERY = re.compile(r"What is the .+ of .+\?")
 
 def hop_diagnosis(rows: list[dict], questions: dict, corpus) -> list[dict]:
     """Where a MEGRAG policy's trajectories go wrong, hop by hop: which decision of the gold teacher (*MEGRAG:
@@ -29,7 +33,9 @@ def hop_diagnosis(rows: list[dict], questions: dict, corpus) -> list[dict]:
     question annotates it per hop, as in 2Wiki); `answer_retrieved`, hop k's answer in one of them; `answer_cited`, in
     the evidence step k selected; `read`, step k's intermediate answer has F1 >= 0.5 with hop k's answer;
     `read_cited`, read among those that cited it; `stopped_early`, step k stops before the last hop; `went_on`, the
-    last hop's step does not stop. `KeyError` naming the id when a row's question is not in `questions`."""
+    last hop's step does not stop; `templated`, step k's query has the form of the sub-questions the gold teacher
+    writes from 2Wiki's evidence triples, "What is the <relation> of <subject>?" (`TRIPLE_QUERY`, the whole query).
+    `KeyError` naming the id when a row's question is not in `questions`."""
     out: dict[int, dict] = {}
     for r in rows:
         if r["id"] not in questions: raise KeyError(f"prediction {r['id']!r}: no such question in the dataset given")
@@ -48,6 +54,7 @@ def hop_diagnosis(rows: list[dict], questions: dict, corpus) -> list[dict]:
             c["read"] += read; c["read_cited"] += read and cited
             c["stopped_early"] += bool(n.get("stop")) and k < len(hops)
             c["went_on"] += not n.get("stop") and k == len(hops)
+            c["templated"] += bool(TRIPLE_QUERY.fullmatch((n.get("query") or "").strip()))
     return [out[k] for k in sorted(out)]
 
 # %% ../nbs/40d_distill_hops.ipynb #672e9b39
@@ -55,7 +62,7 @@ def hop_table(diagnosis: list[dict]) -> str:
     """`hop_diagnosis`'s rows as a Markdown table, each count beside its base: `reached` of the questions with that
     hop; retrieved, cited, read and stop counts of the steps that reached it; `read_cited` of `answer_cited`."""
     head = ["hop", "questions", "reached", "gold passage retrieved", "answer retrieved", "answer cited", "read",
-            "read, answer cited", "stopped early", "went on"]
+            "read, answer cited", "stopped early", "went on", "query in 2Wiki's triple form"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in diagnosis:
         of = lambda v, n: "–" if v is None else f"{v} of {n}"
@@ -63,5 +70,5 @@ def hop_table(diagnosis: list[dict]) -> str:
             of(c["gold_retrieved"], c["reached"]), of(c["answer_retrieved"], c["reached"]),
             of(c["answer_cited"], c["reached"]), of(c["read"], c["reached"]),
             of(c["read_cited"], c["answer_cited"]), of(c["stopped_early"], c["reached"]),
-            of(c["went_on"], c["reached"])]) + " |")
+            of(c["went_on"], c["reached"]), of(c.get("templated"), c["reached"])]) + " |")
     return "\n".join(lines)
