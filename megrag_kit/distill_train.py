@@ -14,7 +14,8 @@ from .distill_collect import collection_counts, read_examples
 
 # %% auto #0
 __all__ = ['EXAMPLE_KINDS', 'serialize', 'TrainConfig', 'data_hash', 'lora_targets', 'serialize_examples',
-           'normalize_adapter_config', 'question_subset', 'repeat_by_file', 'train', 'questions_seen']
+           'normalize_adapter_config', 'question_subset', 'repeat_by_file', 'train', 'questions_seen',
+           'validation_by_source']
 
 # %% ../nbs/40c_distill_train.ipynb #de197980
 def serialize(tok, messages: list[dict], target: str) -> dict:
@@ -356,6 +357,13 @@ def _train_manifest(key: dict, cfg: TrainConfig, out: Path, paths: list, example
                 peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1))
 
 # %% ../nbs/40c_distill_train.ipynb #70cfcb62
+def _by_file(model, tok, va: list[dict], paths: list, by_source: dict, cfg: TrainConfig) -> dict:
+    """`{source: validation loss}` of each data file's own validation sequences (`src`), named as in `by_source` (the
+    dataset its header names; the path when two files name the same one); `None` for a file with none held out: the
+    mixture's loss hides a small source's."""
+    names = list(by_source) if len(by_source) == len(paths) else [str(p) for p in paths]
+    return {names[i]: _validate(model, tok, [s for s in va if s["src"] == i], cfg) for i in range(len(paths))}
+
 def _device_record(dev: str) -> dict:
     "The manifest's record of the device `dev` a run trained on: its name and, on a GPU, the peak memory in MiB."
     if not dev.startswith("cuda"): return dict(device=dev, device_name="cpu")
@@ -405,20 +413,15 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     normalize_adapter_config(out, student)
     man = _train_manifest(key, cfg, out, paths, examples, long, seqs, tr, va, state, val_loss)
     man.update(cpu_bf16=flags, **_device_record(dev))
-    if len(paths) > 1:                        # each file's own validation loss (the mixture's hides a small source's)
-        names = list(man["examples_by_source"])
-        man["val_loss_by_source"] = {names[i] if len(names) == len(paths) else str(p):
-                                     _validate(model, tok, [s for s in va if s["src"] == i], cfg)
-                                     for i, p in enumerate(paths)}
+    if len(paths) > 1: man["val_loss_by_source"] = _by_file(model, tok, va, paths, man["examples_by_source"], cfg)
     (out / "manifest.json").write_text(json.dumps(man, indent=1))
     return man
 
 # %% ../nbs/40c_distill_train.ipynb #2fc06fad
-def questions_seen(adapter, steps: int | None = None, student: str = "smollm2-135m") -> int:
-    """Distinct training questions in the first `steps` optimizer steps (default: all the run made) of the training run
-    whose `manifest.json` is in the folder `adapter`, rebuilt from its data files and hyperparameters (the batches of
-    `_batches` are deterministic in the seed). `DataError` naming the manifest when a data file is missing or its bytes
-    changed since the run (`data_sha256`)."""
+def _recorded_run(adapter, student: str):
+    """`(manifest, TrainConfig, tokenizer, training sequences, validation sequences)` of the training run whose
+    `manifest.json` is in the folder `adapter`, rebuilt from its data files and hyperparameters. `DataError` naming the
+    manifest when a data file is missing or its bytes changed since the run (`data_sha256`)."""
     from transformers import AutoTokenizer
     mf = Path(adapter) / "manifest.json"
     man = json.loads(mf.read_text())
@@ -427,6 +430,30 @@ def questions_seen(adapter, steps: int | None = None, student: str = "smollm2-13
     if data_hash(man["data"]) != man["data_sha256"]:
         raise DataError("the training files changed since this run", file=mf, field="data_sha256")
     cfg = TrainConfig(**man["hyperparameters"])
-    _, seqs, _ = _training_sequences(man["data"], AutoTokenizer.from_pretrained(_base_path(student)), cfg)
+    tok = AutoTokenizer.from_pretrained(_base_path(student))
+    _, seqs, _ = _training_sequences(man["data"], tok, cfg)
     tr, va = _split(seqs, cfg.val_frac)
+    return man, cfg, tok, tr, va
+
+def questions_seen(adapter, steps: int | None = None, student: str = "smollm2-135m") -> int:
+    """Distinct training questions in the first `steps` optimizer steps (default: all the run made) of the training run
+    whose `manifest.json` is in the folder `adapter`, rebuilt from its data files and hyperparameters (the batches of
+    `_batches` are deterministic in the seed). `DataError` naming the manifest when a data file is missing or its bytes
+    changed since the run (`data_sha256`)."""
+    man, cfg, _, tr, va = _recorded_run(adapter, student)
     return _seen(repeat_by_file(tr or va, cfg.repeats), man["steps"] if steps is None else steps, cfg)
+
+def validation_by_source(adapter, student: str = "smollm2-135m") -> dict:
+    """The held-out loss of the trained adapter in the folder `adapter` on each data file's part of its run's
+    validation split, rebuilt from the manifest's data and hyperparameters: `{"all": the manifest's `val_loss` (the
+    token-weighted mean over every validation sequence), source: the same mean over that file's own sequences}`
+    (sources named as `examples_by_source`), computed with the run's autocast (`bf16`) on the CPU. The manifest of a
+    run trained since `val_loss_by_source` existed holds the same numbers; this gives them for any run, so that
+    students trained on different mixtures are compared on each source. `DataError` as `questions_seen`."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+    man, cfg, tok, _, va = _recorded_run(adapter, student)
+    model = AutoModelForCausalLM.from_pretrained(_base_path(student), dtype=torch.float32)
+    model = PeftModel.from_pretrained(model, str(adapter)).eval()
+    return {"all": man["val_loss"], **_by_file(model, tok, va, man["data"], man["examples_by_source"], cfg)}

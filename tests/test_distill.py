@@ -7,7 +7,7 @@ import pytest
 from megrag_kit.core import DataError, Question
 from megrag_kit.data import load_dataset
 from megrag_kit.distill import (check_disjoint, eval_questions, gold_examples, gold_hops, load_training, read_examples, serialize,
-                                TrainConfig, train, distill_config, collection_counts)
+                                TrainConfig, train, distill_config, collection_counts, validation_by_source)
 from megrag_kit.jsonl import JsonlAppender, read_jsonl
 from megrag_kit.megrag import MEGRAG, EvidenceGraph
 from megrag_kit.models import adapter_hash, load_student
@@ -388,6 +388,26 @@ def test_same_seed_and_data_give_the_same_adapter_hash_and_a_resumed_run_matches
     assert c["adapter_sha256"] == a["adapter_sha256"] and c["steps"] == 4
     with pytest.raises(DataError, match="past steps=3"): train(data, tmp_path / "c", cfg=cfg(3), progress=False)
 
+
+
+@pytest.mark.slow
+def test_repeats_draw_a_small_file_more_often_and_each_files_validation_loss_is_recorded(musique, tmp_path):
+    "Two data files, the first drawn twice per epoch: the epoch holds its examples twice; each file's held-out loss is in the manifest and rebuilt the same."
+    ds, sroot = musique
+    llm = ScriptedLLM(openie); llm.model_id = f"scripted-{uuid.uuid4().hex}"
+    m = MEGRAG(distill_config({"n_s": 2, "n_t": 2}), Resources(ds, llm=llm, embedder=HashEmbedder(), store_root=sroot))
+    recs = [r for r in gold_examples(m, ds.questions[:20]) if r["examples"]][:6]
+    files = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for f, part in zip(files, (recs[::2], recs[1::2])):
+        with JsonlAppender(f) as log:
+            for r in part: log.write(r)
+    cfg = TrainConfig(steps=2, batch=2, rank=2, alpha=4, val_frac=0.4, save_every=1, layers=2, kinds="trajectory,hop",
+                      repeats="2,1")
+    with pytest.raises(ValueError, match="gives 2 numbers for 1 data files"): train(files[:1], tmp_path / "x", cfg=cfg, progress=False)
+    man = train(files, tmp_path / "s", cfg=cfg, progress=False)
+    assert man["epoch_examples"] > man["train_examples"]               # the first file's training examples twice
+    assert set(man["val_loss_by_source"]) == {"a.jsonl", "b.jsonl"}     # no header names a dataset: the paths' names
+    assert validation_by_source(tmp_path / "s") == {"all": man["val_loss"], **man["val_loss_by_source"]}
 
 def test_batch_loss_on_the_output_positions_equals_the_models_own_loss():
     "The head applied at the labelled positions only: the same mean cross-entropy as the model's loss over the labels."
