@@ -19,7 +19,8 @@ LLM's parameters):
 floors: what a perfect engine of fp32 weights could do here. Printed per method: s/question, the LLM's share of it,
 the floors and the ratio of s/question to each. Nothing here asserts a time; the UTC time and load average of every
 measurement are printed. With `--out F.md` the rows go to `F.jsonl` as they are measured (a killed run keeps them;
-the same command measures only the methods missing) and `F.md` is rewritten."""
+the same command measures only the methods missing, and with none missing only rewrites `F.md` from it, the machine
+measured again) and `F.md` is rewritten."""
 import argparse, json, os, sys, time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -105,7 +106,7 @@ def main():
             row = dict(m=name, n=len(qs), s=dt, llm_s=llm, p=p, c=c, floor=fl, floor_bf16=fl_bf, mem=mem, machine=machine,
                        la=la, at=now(), f32=f32, bf16=bf16, bw=bw, N=n_par)
             say(f"{name:12s} {dt:6.2f} s/q (LLM {llm:5.2f} s), {p:6.0f} prompt + {c:4.0f} completion tokens/q; floors: "
-                f"compute {fl:.3f} s ({dt / fl:.0f}x), bf16 {fl_bf:.3f} s ({dt / fl_bf:.0f}x), decode memory {mem:.2f} s, "
+                f"compute {fl:.3f} s ({dt / fl:.1f}x), bf16 {fl_bf:.3f} s ({dt / fl_bf:.1f}x), decode memory {mem:.2f} s, "
                 f"machine {machine:.2f} s ({dt / machine:.1f}x) (load {la:.2f})")
             rows.append(row)
             if log:
@@ -122,7 +123,7 @@ def write_md(out, rows):
     for r in rows:
         prm = ", ".join(f"{k}={v}" for k, v in PARAMS.get(r["m"], {}).items()) or "defaults"
         table.append(f"| {r['m']} | {prm} | {r['n']} | {r['s']:.2f} | {r['llm_s']:.2f} | {r['p']:,.0f} | {r['c']:,.0f} "
-                     f"| {r['floor']:.3f} ({r['s'] / r['floor']:.0f}x) | {r['floor_bf16']:.3f} ({r['s'] / r['floor_bf16']:.0f}x) "
+                     f"| {r['floor']:.3f} ({r['s'] / r['floor']:.1f}x) | {r['floor_bf16']:.3f} ({r['s'] / r['floor_bf16']:.1f}x) "
                      f"| {r['mem']:.2f} | {r['machine']:.2f} ({r['s'] / r['machine']:.1f}x) | {r['la']:.2f} | {r['at']} |")
     print("\n".join(table), flush=True)
     if out:
