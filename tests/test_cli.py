@@ -371,13 +371,14 @@ def test_distill_hops_reads_a_run_against_its_gold_hops(tmp_path):
     run_dir = tmp_path / "run"; run_dir.mkdir()
     (run_dir / "run.json").write_text(json.dumps(dict(method="megrag", dataset=str(tmp_path / "q.json"))))
     # the student cites the sentence that holds hop 1's answer, answers with the question's own entity and stops
+    # (its query in the form of 2Wiki's gold sub-questions, the last column)
     node = dict(retrieved=[0, 2], evidence={"sentences": [["s0.0", "Jaws was published by Doubleday."]]},
-                intermediate_answer="Jaws", stop=True)
+                intermediate_answer="Jaws", stop=True, query="What is the publisher of Jaws?")
     (run_dir / "predictions.jsonl").write_text(json.dumps(dict(id="q1", trace=dict(nodes=[node]))) + "\n")
     res = CliRunner().invoke(app, ["distill", "hops", str(run_dir)])
     assert res.exit_code == 0, res.output
     rows = [l for l in res.output.splitlines() if re.match(r"\| \d", l)]
-    assert rows == ["| 1 | 1 | 1 of 1 | 1 of 1 | 1 of 1 | 1 of 1 | 0 of 1 | 0 of 1 | 1 of 1 | 0 of 1 |",
-                    "| 2 | 1 | 0 of 1 | – | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 |"]
+    assert rows == ["| 1 | 1 | 1 of 1 | 1 of 1 | 1 of 1 | 1 of 1 | 0 of 1 | 0 of 1 | 1 of 1 | 0 of 1 | 1 of 1 |",
+                    "| 2 | 1 | 0 of 1 | – | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 |"]
     res = CliRunner().invoke(app, ["distill", "hops", str(tmp_path / "nothing")])
     assert res.exit_code == 1 and "no run.json" in res.output and "nothing" in res.output
