@@ -394,12 +394,12 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     dev, flags = resolve_device(device), cpu_bf16()
     if cfg.bf16 is None: cfg = replace(cfg, bf16=resolve_precision("auto", dev) == "bf16")   # recorded in key, manifest
     paths = [data] if isinstance(data, (str, Path)) else list(data)
+    if cfg.repeats and len(cfg.repeats.split(",")) != len(paths):          # before any file is read or model loaded
+        raise ValueError(f"repeats={cfg.repeats!r} gives {len(cfg.repeats.split(','))} numbers for {len(paths)} data "
+                         "files: one per file, in their order")
     base = _base_path(student)
     tok = AutoTokenizer.from_pretrained(base)
     examples, seqs, long = _training_sequences(paths, tok, cfg)
-    if cfg.repeats and len(cfg.repeats.split(",")) != len(paths):
-        raise ValueError(f"repeats={cfg.repeats!r} gives {len(cfg.repeats.split(','))} numbers for {len(paths)} data "
-                         "files: one per file, in their order")
     tr, va = _split(seqs, cfg.val_frac)
     if not tr: tr, va = va, []
     tr = repeat_by_file(tr, cfg.repeats)

@@ -366,16 +366,25 @@ def test_gold_selection_reads_the_text_the_policy_is_shown():
     assert gold_selection(Candidates(c.passages, c.sentences[:1], []), "Paris", passage_chars=300, sentence_chars=160) is None
 
 
-@pytest.mark.slow
-def test_same_seed_and_data_give_the_same_adapter_hash_and_a_resumed_run_matches_an_unbroken_one(musique, tmp_path):
-    "Retrained from scratch: the same adapter bytes; trained 2 steps, then continued to 4: the same bytes as 4 unbroken steps."
+def _gold_records(musique, questions: int, keep: int) -> list[dict]:
+    "The first `keep` gold-teacher records with examples among the first `questions` MuSiQue questions (scripted OpenIE)."
     ds, sroot = musique
     llm = ScriptedLLM(openie); llm.model_id = f"scripted-{uuid.uuid4().hex}"
     m = MEGRAG(distill_config({"n_s": 2, "n_t": 2}), Resources(ds, llm=llm, embedder=HashEmbedder(), store_root=sroot))
-    recs = [r for r in gold_examples(m, ds.questions[:12]) if r["examples"]][:2]
-    data = tmp_path / "ex.jsonl"
-    with JsonlAppender(data) as log:
+    return [r for r in gold_examples(m, ds.questions[:questions]) if r["examples"]][:keep]
+
+
+def _write(path, recs):
+    "`recs` written to the collected file `path`; returns `path`."
+    with JsonlAppender(path) as log:
         for r in recs: log.write(r)
+    return path
+
+
+@pytest.mark.slow
+def test_same_seed_and_data_give_the_same_adapter_hash_and_a_resumed_run_matches_an_unbroken_one(musique, tmp_path):
+    "Retrained from scratch: the same adapter bytes; trained 2 steps, then continued to 4: the same bytes as 4 unbroken steps."
+    data = _write(tmp_path / "ex.jsonl", _gold_records(musique, 12, 2))
     # hashed vectors retrieve nearly at random, so few whole trajectories are grounded: train on every kind collected
     cfg = lambda steps: TrainConfig(steps=steps, batch=2, rank=2, alpha=4, val_frac=0.0, save_every=1, layers=2,
                                     kinds="trajectory,hop")
@@ -393,14 +402,8 @@ def test_same_seed_and_data_give_the_same_adapter_hash_and_a_resumed_run_matches
 @pytest.mark.slow
 def test_repeats_draw_a_small_file_more_often_and_each_files_validation_loss_is_recorded(musique, tmp_path):
     "Two data files, the first drawn twice per epoch: the epoch holds its examples twice; each file's held-out loss is in the manifest and rebuilt the same."
-    ds, sroot = musique
-    llm = ScriptedLLM(openie); llm.model_id = f"scripted-{uuid.uuid4().hex}"
-    m = MEGRAG(distill_config({"n_s": 2, "n_t": 2}), Resources(ds, llm=llm, embedder=HashEmbedder(), store_root=sroot))
-    recs = [r for r in gold_examples(m, ds.questions[:20]) if r["examples"]][:6]
-    files = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
-    for f, part in zip(files, (recs[::2], recs[1::2])):
-        with JsonlAppender(f) as log:
-            for r in part: log.write(r)
+    recs = _gold_records(musique, 20, 6)
+    files = [_write(tmp_path / "a.jsonl", recs[::2]), _write(tmp_path / "b.jsonl", recs[1::2])]
     cfg = TrainConfig(steps=2, batch=2, rank=2, alpha=4, val_frac=0.4, save_every=1, layers=2, kinds="trajectory,hop",
                       repeats="2,1")
     with pytest.raises(ValueError, match="gives 2 numbers for 1 data files"): train(files[:1], tmp_path / "x", cfg=cfg, progress=False)
