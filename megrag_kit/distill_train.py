@@ -4,7 +4,7 @@
 
 # %% ../nbs/40c_distill_train.ipynb #65e7c060
 from __future__ import annotations
-import hashlib, json, math, os, random, resource, shutil, time
+import hashlib, json, math, os, random, re, resource, shutil, time
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 from .core import DataError, cpu_bf16, resolve_device, resolve_precision, stable_hash, set_seed
@@ -13,22 +13,37 @@ from .models import adapter_hash, model_identity, parse_model_spec, smollm2_path
 from .distill_collect import collection_counts, read_examples
 
 # %% auto #0
-__all__ = ['EXAMPLE_KINDS', 'serialize', 'TrainConfig', 'data_hash', 'lora_targets', 'serialize_examples',
+__all__ = ['ANSWER_FIELDS', 'EXAMPLE_KINDS', 'serialize', 'TrainConfig', 'data_hash', 'lora_targets', 'serialize_examples',
            'normalize_adapter_config', 'question_subset', 'repeat_by_file', 'train', 'questions_seen',
            'validation_by_source']
 
 # %% ../nbs/40c_distill_train.ipynb #de197980
+ANSWER_FIELDS = ("intermediate_answer", "answer")     # a target's reading of its evidence: b_i and y_i
+
+def _answer_chars(target: str) -> list[tuple[int, int]]:
+    "`[start, end)` character spans of the non-empty values of `ANSWER_FIELDS` in the JSON `target`, closing quote in."
+    return [(m.start(1), m.end(1) + 1) for f in ANSWER_FIELDS
+            for m in re.finditer(rf'"{f}":\s*"((?:[^"\\]|\\.)+)"', target)]
+
 def serialize(tok, messages: list[dict], target: str) -> dict:
     """One training sequence from an example's prompt `messages` and its `target` text, for tokenizer `tok`.
 
-    Returns `{input_ids, labels, n_prompt, text}`: `input_ids` is the tokens of the rendered prompt (chat template
-    with the generation prompt, exactly what the model reads at inference) followed by the tokens of `target` and
-    the end-of-turn token; `labels` is `-100` over the prompt (no loss) and equals `input_ids` over the output
-    (MEGRAG paper, Eq. 9); `text` is the same sequence as a string."""
+    Returns `{input_ids, labels, n_prompt, text, answer}`: `input_ids` is the tokens of the rendered prompt (chat
+    template with the generation prompt, exactly what the model reads at inference) followed by the tokens of `target`
+    and the end-of-turn token; `labels` is `-100` over the prompt (no loss) and equals `input_ids` over the output
+    (MEGRAG paper, Eq. 9); `text` is the same sequence as a string; `answer` marks, per token, those that spell the
+    value of an answer field of the JSON target (`ANSWER_FIELDS`, with the closing quote), the tokens
+    `TrainConfig.answer_weight` weighs (`None` for a tokenizer without character offsets)."""
     prompt = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     p = tok(prompt, add_special_tokens=False)["input_ids"]
-    t = tok(target + tok.eos_token, add_special_tokens=False)["input_ids"]
-    return dict(input_ids=p + t, labels=[-100] * len(p) + t, n_prompt=len(p), text=prompt + target + tok.eos_token)
+    try: enc = tok(target + tok.eos_token, add_special_tokens=False, return_offsets_mapping=True)
+    except NotImplementedError: enc = None                          # a slow tokenizer has no offsets
+    if enc is None: t, ans = tok(target + tok.eos_token, add_special_tokens=False)["input_ids"], None
+    else:
+        spans = _answer_chars(target); t = enc["input_ids"]
+        ans = [False] * len(p) + [any(a < e and s < b for s, e in spans) for a, b in enc["offset_mapping"]]
+    return dict(input_ids=p + t, labels=[-100] * len(p) + t, n_prompt=len(p), text=prompt + target + tok.eos_token,
+                answer=ans)
 
 # %% ../nbs/40c_distill_train.ipynb #d91360c6
 EXAMPLE_KINDS = ("trajectory", "hop")   # the kinds of examples `distill collect` writes
@@ -47,7 +62,10 @@ class TrainConfig:
     each question id, so a smaller set is part of every larger one (the points of a learning curve);
     `repeats`: how often each data file's training examples are drawn per epoch, comma-separated in the order of the
     files (`"2.75,1,2.75"`: the first and third file's examples 2.75 times each, a smaller source as often as a
-    larger one; `repeat_by_file`), `""` (the default): each once.
+    larger one; `repeat_by_file`), `""` (the default): each once;
+    `answer_weight`: the weight in the training loss of the tokens that spell a target's answers (`serialize`'s
+    `answer`: the values of `intermediate_answer` and `answer`), the loss a weighted mean over the output tokens; 1
+    (the default) is Eq. 9's plain mean. The validation loss is always the plain mean, comparable across runs.
 
     The defaults come from `benchmarks/bench_distill.py` on this project's 2-core CPU with AMX and AVX512-BF16
     (`benchmarks/results/bench_distill.md`): a step of 4 examples of ~1,100 tokens took 2.90 s with bf16 autocast
@@ -67,6 +85,7 @@ class TrainConfig:
     kinds: str = "trajectory"
     questions: int = 0
     repeats: str = ""
+    answer_weight: float = 1.0
 
     def __post_init__(self):
         if any(k not in EXAMPLE_KINDS for k in self.kinds.split(",")):     # "" splits to [""]: refused too
@@ -78,6 +97,8 @@ class TrainConfig:
             if min(rs) < 0 or max(rs) == 0:
                 raise ValueError(f"TrainConfig.repeats: {self.repeats!r} is not a comma-separated list of numbers "
                                  ">= 0, one per data file, not all 0")
+        if not self.answer_weight > 0:
+            raise ValueError(f"TrainConfig.answer_weight: {self.answer_weight!r} is not a number > 0")
 
 
 
@@ -107,11 +128,13 @@ def _base_path(student: str) -> Path:
     return Path(p.path)
 
 # %% ../nbs/40c_distill_train.ipynb #e60a3ba9
-def _batch_loss(model, tok, seqs, bf16=False):
+def _batch_loss(model, tok, seqs, bf16=False, answer_weight=1.0):
     """Mean cross-entropy of the output tokens of `seqs` (right-padded to the longest) on the device of `model`'s
     weights, bf16 autocast when `bf16`: the language-model head is applied only at the positions that predict an output
     token (the prompt's ~1,000 positions need no 49k-word logits), the same value as the model's own loss over the
-    labelled tokens."""
+    labelled tokens. With `answer_weight` w != 1 the mean is weighted: w for the tokens `serialize` marks as an
+    answer's (`answer`), 1 for the others, divided by the sum of the weights; `ValueError` when a sequence has no
+    marks (a tokenizer without offsets)."""
     import torch
     n = max(len(s["input_ids"]) for s in seqs)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
@@ -125,7 +148,12 @@ def _batch_loss(model, tok, seqs, bf16=False):
         y = lab[:, 1:]
         keep = y != -100
         logits = base.lm_head(h[keep])
-    return torch.nn.functional.cross_entropy(logits.float(), y[keep])
+    if answer_weight == 1: return torch.nn.functional.cross_entropy(logits.float(), y[keep])
+    if any(s.get("answer") is None for s in seqs):
+        raise ValueError("answer_weight needs the answer tokens marked: this tokenizer gives no character offsets")
+    ans = torch.tensor([s["answer"] + [False] * (n - len(s["answer"])) for s in seqs], device=dev)[:, 1:][keep]
+    w = 1 + (answer_weight - 1) * ans.float()
+    return (w * torch.nn.functional.cross_entropy(logits.float(), y[keep], reduction="none")).sum() / w.sum()
 
 # %% ../nbs/40c_distill_train.ipynb #2d767c3c
 def _batches(tr: list[dict], steps: int, batch: int, seed: int) -> list[list[int]]:
@@ -225,7 +253,8 @@ def _run_key(student: str, base: Path, tok, paths: list, cfg: TrainConfig) -> di
     name = "smollm2-135m-instruct-q4_1" if _named_base(student) else f"hf:{base.name}"
     identity = model_identity(name, base, chat_template=tok.chat_template, dtype="torch.float32")
     hp = {k: v for k, v in asdict(cfg).items() if k not in ("steps", "save_every")}
-    if not cfg.repeats: del hp["repeats"]      # unset, the key of a run made before `repeats` existed
+    for k, unset in (("repeats", ""), ("answer_weight", 1.0)):     # unset: the key of a run made before k existed
+        if hp[k] == unset: del hp[k]
     return dict(base=identity, data_sha256=data_hash(paths), hyperparameters=hp)
 
 # %% ../nbs/40c_distill_train.ipynb #fe3a97f9
@@ -306,7 +335,7 @@ def _train_loop(model, opt, tok, tr: list[dict], va: list[dict], cfg: TrainConfi
                disable=not progress)
     while step < cfg.steps:
         t0 = time.perf_counter()
-        loss = _batch_loss(model, tok, [tr[i] for i in plan[step]], cfg.bf16)
+        loss = _batch_loss(model, tok, [tr[i] for i in plan[step]], cfg.bf16, cfg.answer_weight)
         opt.zero_grad(); loss.backward(); opt.step()
         step += 1; losses.append(round(loss.item(), 4)); state["seconds"] += time.perf_counter() - t0
         state["step"] = step

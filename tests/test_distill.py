@@ -120,6 +120,11 @@ def test_serialization_is_the_inference_prompt_then_the_target_token_for_token(d
     assert tok.decode(s["input_ids"][s["n_prompt"]:]) == target + "<|im_end|>"
     assert s["text"] + "\n" == tok.apply_chat_template(msgs + [{"role": "assistant", "content": target}], tokenize=False)
     assert s["labels"][:s["n_prompt"]] == [-100] * s["n_prompt"] and s["labels"][s["n_prompt"]:] == s["input_ids"][s["n_prompt"]:]
+    # the marked tokens spell the answers' values, b_1 = "A" and y = "Żuławski" as JSON escapes it, with the closing
+    # quote (and the opening one where a token holds it with the value's first character), nothing of the prompt
+    spelled = tok.decode([i for i, a in zip(s["input_ids"], s["answer"]) if a])
+    assert spelled == 'A", "\\u017bu\\u0142awski",' and not any(s["answer"][:s["n_prompt"]]), spelled
+    assert len(s["answer"]) == len(s["input_ids"])
 
 
 @needs_shared
@@ -428,6 +433,16 @@ def test_batch_loss_on_the_output_positions_equals_the_models_own_loss():
     with torch.no_grad():
         ref = m(input_ids=ids, attention_mask=att, labels=lab).loss
         assert torch.allclose(_batch_loss(m, Tok(), seqs), ref, atol=1e-6)
+        # answer_weight: a weighted mean, the marked tokens counted w times
+        marks = [[False] * 4 + [True, False], [False] * 3 + [True]]
+        seqs = [dict(s, answer=a) for s, a in zip(seqs, marks)]
+        ce = torch.nn.functional.cross_entropy(m(input_ids=ids, attention_mask=att).logits[:, :-1].transpose(1, 2), lab[:, 1:],
+                                               reduction="none")
+        w = torch.tensor([[1, 1, 1, 3.0, 1], [1, 1, 3, 0, 0]]) * (lab[:, 1:] != -100)
+        assert torch.allclose(_batch_loss(m, Tok(), seqs, answer_weight=3.0), (ce * w).sum() / w.sum(), atol=1e-6)
+        assert torch.allclose(_batch_loss(m, Tok(), seqs, answer_weight=1.0), ref, atol=1e-6)
+        with pytest.raises(ValueError, match="no character offsets"):
+            _batch_loss(m, Tok(), [dict(seqs[0], answer=None)], answer_weight=3.0)
 
 
 def test_adapter_config_is_normalized_to_machine_independent_bytes(tmp_path):
