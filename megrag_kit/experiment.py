@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from .index import StoreOptions
 from .method import ConfigError, get_method
-from .models import ModelOptions, build_model, parse_model_spec
+from .models import ModelOptions, build_model, parse_model_spec, with_precision
 from .report import report
 from .scale import _as_dataset, cell_job, cell_state, run_jobs
 
@@ -69,10 +69,18 @@ def _spec(v: str) -> str | None:
     "A model spec of the file: `''` or `none` -> `None` (no such model in the run), else the spec as written."
     return None if v in ("", "none") else v
 
-def _check_options(f, store: dict, model: dict) -> tuple[StoreOptions, ModelOptions]:
+def _made_by_step(spec: str | None, pending: frozenset) -> bool:
+    "Whether `spec` is a student `BASE+lora:PATH` whose adapter folder is missing and in `pending` (a step makes it)."
+    try: p = parse_model_spec(spec, "llm") if spec and "+lora:" in spec else None
+    except ValueError: return False                                 # malformed: ModelOptions names the fault
+    return p is not None and p.form == "lora" and not Path(p.path).is_dir() and Path(p.path).resolve() in pending
+
+def _check_options(f, store: dict, model: dict, pending: frozenset = frozenset()) -> tuple:
     """The typed options of a run from the file's `[store]` and `[model]` values: `(StoreOptions, ModelOptions)`, each
     option checked there, once, before any model loads (`ExperimentFileError` naming the file, the table and the
-    option, with the message of `StoreOptions` / `ModelOptions`). `cache` (the LLM call cache) is the models'."""
+    option, with the message of `StoreOptions` / `ModelOptions`). `cache` (the LLM call cache) is the models'. A
+    student whose adapter folder a `before` step creates (`pending`, resolved folders) may not exist yet: its base
+    model is checked now, the adapter when the run loads it, after the steps."""
     if not isinstance(store["cache"], bool): raise ExperimentFileError(f"{f}: store: cache must be true or false")
     try: so = StoreOptions(**{k: v for k, v in store.items() if k != "cache"})
     except ValueError as e: raise ExperimentFileError(f"{f}: store: {e}") from None
@@ -80,13 +88,16 @@ def _check_options(f, store: dict, model: dict) -> tuple[StoreOptions, ModelOpti
     for k in ("llm", "embedder"):
         if not isinstance(model[k], str):
             raise ExperimentFileError(f"{f}: model: {k} must be a model spec (string; '' for none)")
-    try: mo = ModelOptions(llm=_spec(model["llm"]), embedder=_spec(model["embedder"]), llm_options=model["llm_options"],
-                           device=model["device"], batch_size=model["batch_size"], cache=store["cache"])
+    llm = _spec(model["llm"]); later = _made_by_step(llm, pending)
+    try: mo = ModelOptions(llm=parse_model_spec(llm, "llm").base.spec if later else llm,
+                           embedder=_spec(model["embedder"]), llm_options=model["llm_options"], device=model["device"], batch_size=model["batch_size"],
+                           cache=store["cache"])
     except ValueError as e: raise ExperimentFileError(f"{f}: model: {e}") from None
+    if later: object.__setattr__(mo, "llm", with_precision(llm, "llm", mo.precision))   # the adapter: after the steps
     return so, mo
 
 # %% ../nbs/97_experiment.ipynb #9a5db82c
-def _run_entry(where: str, r, limit, store: dict, model: dict) -> tuple:
+def _run_entry(where: str, r, limit, store: dict, model: dict, pending: frozenset = frozenset()) -> tuple:
     """The checked fields of the `[[runs]]` entry `r` (`where`: the file and record, for the messages): `(method
     class, limit, its own store options, StoreOptions, ModelOptions, grid)`; `ExperimentFileError` naming the field."""
     if not isinstance(r, dict): raise ExperimentFileError(f"{where}: a run is a table (name, method, params, grid)")
@@ -103,20 +114,21 @@ def _run_entry(where: str, r, limit, store: dict, model: dict) -> tuple:
         raise ExperimentFileError(f"{where}: llm must be a model spec (string)")
     own = r.get("store") or {}
     _unknown(f"{where}: store", own, STORE_KEYS)
-    so, mo = _check_options(where, {**store, **own}, {**model, **({"llm": r["llm"]} if "llm" in r else {})})
+    so, mo = _check_options(where, {**store, **own}, {**model, **({"llm": r["llm"]} if "llm" in r else {})}, pending)
     grid = r.get("grid") or {}
     if not all(isinstance(v, list) and v for v in grid.values()):
         raise ExperimentFileError(f"{where}: grid: each parameter takes a non-empty list of values, got {grid!r}")
     return cls, lim, own, so, mo, grid
 
-def _runs(f, d: dict, common: dict, seeds: list, out: Path, limit, store: dict, model: dict) -> list[dict]:
+def _runs(f, d: dict, common: dict, seeds: list, out: Path, limit, store: dict, model: dict,
+          pending: frozenset = frozenset()) -> list[dict]:
     """The run folders of `runs`: each entry times its `grid` (cartesian product) times the seeds (`-seed<S>` when
     several); a run's own `limit`, `llm` and `store` options replace the experiment's (a report beside runs of
     another size, a distilled student beside its base model)."""
     runs, seen = [], {}
     for i, r in enumerate(d.get("runs") or []):
         where = f"{f}: runs[{i}]"
-        cls, lim, own, so, mo, grid = _run_entry(where, r, limit, store, model)
+        cls, lim, own, so, mo, grid = _run_entry(where, r, limit, store, model, pending)
         for combo in itertools.product(*grid.values()):
             params = {**(d.get("params") or {}), **(r.get("params") or {}), **dict(zip(grid, combo))}
             try: cfg = cls.Config.from_dict(params, owner=f"{where} ({r['name']})")
@@ -177,7 +189,9 @@ def load_experiment(path, limit: int | None = None) -> ExperimentSpec:
     each run's parameters (the method's `Config`), the store and model options, the steps and the reports' run names
     (the runs, and the run folders the steps write). `limit` replaces the file's (a smaller first pass; `{limit}` in
     the names follows it). Names and paths may use `{limit}`, `{dataset}`, `{method}`, `{seed}` and the run's
-    parameters (`{variant}`, `{lam}`...). `ExperimentFileError` naming the file, the record and the field;
+    parameters (`{variant}`, `{lam}`...). A run's student `BASE+lora:PATH` may name an adapter folder that does not
+    exist yet when a `before` step creates it (its `creates` lies in PATH: the training of the student).
+    `ExperimentFileError` naming the file, the record and the field;
     `FileNotFoundError` for a missing file."""
     f = Path(path)
     try: d = tomllib.loads(f.read_text())
@@ -193,13 +207,16 @@ def load_experiment(path, limit: int | None = None) -> ExperimentSpec:
         raise ExperimentFileError(f"{f}: seeds must be a non-empty list of ints >= 0, got {seeds!r}")
     store, model = d.get("store") or {}, d.get("model") or {}
     _unknown(f"{f}: store", store, STORE_KEYS); _unknown(f"{f}: model", model, MODEL_KEYS)
-    _check_options(f, {**STORE_KEYS, **store}, {**MODEL_KEYS, **model})
     common = dict(limit=lim if lim is not None else "all", dataset=d["dataset"])
     out = Path(_fill(d.get("out", "runs"), common, f"{f}: out"))
+    steps = _load_steps(f, d, common, out)
+    # the folders the `before` steps create (a student's adapter): a run may name one that does not exist yet
+    pending = frozenset(Path(s["creates"]).parent.resolve() for s in steps if s["stage"] == "before" and s["creates"])
+    _check_options(f, {**STORE_KEYS, **store}, {**MODEL_KEYS, **model}, pending)
     spec = ExperimentSpec(f, d.get("about", ""), d["dataset"], lim, seeds, out, {**STORE_KEYS, **store},
                           {**MODEL_KEYS, **model})
-    spec.runs = _runs(f, d, common, seeds, out, lim, spec.store, spec.model)
-    spec.steps = _load_steps(f, d, common, out)
+    spec.runs = _runs(f, d, common, seeds, out, lim, spec.store, spec.model, pending)
+    spec.steps = steps
     names = [r["name"] for r in spec.runs] + [s["run"] for s in spec.steps if s["run"]]
     spec.reports = _load_reports(f, d, common, names, spec.about)
     spec.command = f"megrag-kit experiment run {f}" + (f" --limit {lim}" if lim != d.get("limit") else "")

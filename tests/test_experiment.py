@@ -96,6 +96,18 @@ def test_one_driver_runs_resumes_reports_and_refuses_other_runs(tmp_path):
         run_experiment(g, show_progress=False)
 
 
+def test_a_run_may_name_the_student_a_before_step_trains(tmp_path):
+    "The adapter folder a `before` step creates may be missing when the file loads; any other missing one is refused."
+    run = '\n[[runs]]\nname = "demo3-student"\nmethod = "direct"\nllm = "smollm2-135m+lora:ROOT/student"\n'
+    step = '\n[[steps]]\nstage = "before"\ncommand = ["python", "-c", "1"]\ncreates = "ROOT/student/manifest.json"\n'
+    spec = load_experiment(write(tmp_path, FILE + run + step))
+    assert spec.runs[-1]["models"].llm == f"smollm2-135m+lora:{tmp_path}/student"          # checked when it loads
+    assert run_experiment(tmp_path / "e.toml", dry_run=True, show_progress=False)[-1]["state"] == "todo"
+    msg = f"e.toml: runs[3]: model: LLM spec 'smollm2-135m+lora:{tmp_path}/student': adapter folder"
+    with pytest.raises(ExperimentFileError, match=re.escape(msg)):
+        load_experiment(write(tmp_path, FILE + run))
+
+
 def test_a_step_can_write_a_run_folder_the_report_names(tmp_path):
     text = FILE + """
 [[steps]]
