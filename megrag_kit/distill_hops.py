@@ -9,17 +9,20 @@ import re
 from .distill_teachers import _contains, gold_hops
 
 # %% auto #0
-__all__ = ['HOP_FIELDS', 'TRIPLE_QUERY', 'hop_diagnosis', 'hop_table']
+__all__ = ['HOP_FIELDS', 'TRIPLE_QUERY', 'LEVEL_LABEL', 'hop_diagnosis', 'hop_table']
 
 # %% ../nbs/40d_distill_hops.ipynb #9b542177
 def _cited_text(node: dict) -> str:
     return " ".join(t for units in (node.get("evidence") or {}).values() for _, t in units)
 
 HOP_FIELDS = ("questions", "reached", "gold_retrieved", "answer_retrieved", "answer_cited", "read", "read_cited",
-              "stopped_early", "went_on", "templated")
+              "stopped_early", "went_on", "templated", "labelled")
 # the form of the gold teacher's sub-questions from 2Wiki's evidence triples (`gold_hops`): a query of this form on
 # another dataset is a habit learned from 2Wiki's trajectories
 TRIPLE_QUERY = re.compile(r"What is the .+ of .+\?")
+# a granularity level as the policy names it (`T`, `T+S`, `S+S`...): written as an intermediate answer, the student
+# copied the value of the target's first field instead of reading its evidence
+LEVEL_LABEL = re.compile(r"[TSP](\s*\+\s*[TSP])*")
 
 def hop_diagnosis(rows: list[dict], questions: dict, corpus) -> list[dict]:
     """Where a MEGRAG policy's trajectories go wrong, hop by hop: which decision of the gold teacher (*MEGRAG:
@@ -34,7 +37,8 @@ def hop_diagnosis(rows: list[dict], questions: dict, corpus) -> list[dict]:
     the evidence step k selected; `read`, step k's intermediate answer has F1 >= 0.5 with hop k's answer;
     `read_cited`, read among those that cited it; `stopped_early`, step k stops before the last hop; `went_on`, the
     last hop's step does not stop; `templated`, step k's query has the form of the sub-questions the gold teacher
-    writes from 2Wiki's evidence triples, "What is the <relation> of <subject>?" (`TRIPLE_QUERY`, the whole query).
+    writes from 2Wiki's evidence triples, "What is the <relation> of <subject>?" (`TRIPLE_QUERY`, the whole query);
+    `labelled`, step k's intermediate answer is a granularity level's name ("T+S", `LEVEL_LABEL`, the whole answer).
     `KeyError` naming the id when a row's question is not in `questions`."""
     out: dict[int, dict] = {}
     for r in rows:
@@ -55,6 +59,7 @@ def hop_diagnosis(rows: list[dict], questions: dict, corpus) -> list[dict]:
             c["stopped_early"] += bool(n.get("stop")) and k < len(hops)
             c["went_on"] += not n.get("stop") and k == len(hops)
             c["templated"] += bool(TRIPLE_QUERY.fullmatch((n.get("query") or "").strip()))
+            c["labelled"] += bool(LEVEL_LABEL.fullmatch((n.get("intermediate_answer") or "").strip()))
     return [out[k] for k in sorted(out)]
 
 # %% ../nbs/40d_distill_hops.ipynb #672e9b39
@@ -62,7 +67,7 @@ def hop_table(diagnosis: list[dict]) -> str:
     """`hop_diagnosis`'s rows as a Markdown table, each count beside its base: `reached` of the questions with that
     hop; retrieved, cited, read and stop counts of the steps that reached it; `read_cited` of `answer_cited`."""
     head = ["hop", "questions", "reached", "gold passage retrieved", "answer retrieved", "answer cited", "read",
-            "read, answer cited", "stopped early", "went on", "query in 2Wiki's triple form"]
+            "read, answer cited", "stopped early", "went on", "query in 2Wiki's triple form", "answer a level's name"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in diagnosis:
         of = lambda v, n: "–" if v is None else f"{v} of {n}"
@@ -70,5 +75,6 @@ def hop_table(diagnosis: list[dict]) -> str:
             of(c["gold_retrieved"], c["reached"]), of(c["answer_retrieved"], c["reached"]),
             of(c["answer_cited"], c["reached"]), of(c["read"], c["reached"]),
             of(c["read_cited"], c["answer_cited"]), of(c["stopped_early"], c["reached"]),
-            of(c["went_on"], c["reached"]), of(c.get("templated"), c["reached"])]) + " |")
+            of(c["went_on"], c["reached"]), of(c.get("templated"), c["reached"]),
+            of(c.get("labelled"), c["reached"])]) + " |")
     return "\n".join(lines)

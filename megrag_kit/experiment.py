@@ -90,8 +90,8 @@ def _check_options(f, store: dict, model: dict, pending: frozenset = frozenset()
             raise ExperimentFileError(f"{f}: model: {k} must be a model spec (string; '' for none)")
     llm = _spec(model["llm"]); later = _made_by_step(llm, pending)
     try: mo = ModelOptions(llm=parse_model_spec(llm, "llm").base.spec if later else llm,
-                           embedder=_spec(model["embedder"]), llm_options=model["llm_options"], device=model["device"], batch_size=model["batch_size"],
-                           cache=store["cache"])
+                           embedder=_spec(model["embedder"]), llm_options=model["llm_options"],
+                           device=model["device"], batch_size=model["batch_size"], cache=store["cache"])
     except ValueError as e: raise ExperimentFileError(f"{f}: model: {e}") from None
     if later: object.__setattr__(mo, "llm", with_precision(llm, "llm", mo.precision))   # the adapter: after the steps
     return so, mo
@@ -114,7 +114,8 @@ def _run_entry(where: str, r, limit, store: dict, model: dict, pending: frozense
         raise ExperimentFileError(f"{where}: llm must be a model spec (string)")
     own = r.get("store") or {}
     _unknown(f"{where}: store", own, STORE_KEYS)
-    so, mo = _check_options(where, {**store, **own}, {**model, **({"llm": r["llm"]} if "llm" in r else {})}, pending)
+    mine = {**model, **({"llm": r["llm"]} if "llm" in r else {})}
+    so, mo = _check_options(where, {**store, **own}, mine, pending)
     grid = r.get("grid") or {}
     if not all(isinstance(v, list) and v for v in grid.values()):
         raise ExperimentFileError(f"{where}: grid: each parameter takes a non-empty list of values, got {grid!r}")

@@ -378,7 +378,7 @@ def test_distill_hops_reads_a_run_against_its_gold_hops(tmp_path):
     res = CliRunner().invoke(app, ["distill", "hops", str(run_dir)])
     assert res.exit_code == 0, res.output
     rows = [l for l in res.output.splitlines() if re.match(r"\| \d", l)]
-    assert rows == ["| 1 | 1 | 1 of 1 | 1 of 1 | 1 of 1 | 1 of 1 | 0 of 1 | 0 of 1 | 1 of 1 | 0 of 1 | 1 of 1 |",
-                    "| 2 | 1 | 0 of 1 | – | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 |"]
+    assert rows == ["| 1 | 1 | 1 of 1 | 1 of 1 | 1 of 1 | 1 of 1 | 0 of 1 | 0 of 1 | 1 of 1 | 0 of 1 | 1 of 1 | 0 of 1 |",
+                    "| 2 | 1 | 0 of 1 | – | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 | 0 of 0 |"]
     res = CliRunner().invoke(app, ["distill", "hops", str(tmp_path / "nothing")])
     assert res.exit_code == 1 and "no run.json" in res.output and "nothing" in res.output
