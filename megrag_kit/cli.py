@@ -400,6 +400,8 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
                                               "[default: each once]"),
                   answer_weight: float = typer.Option(None, help="loss weight of the tokens that spell a target's "
                                                       "answers (intermediate_answer, answer) [default: 1, Eq. 9]"),
+                  stop_weight: float = typer.Option(None, help="loss weight of the tokens of a target's stop decision "
+                                                    "(true / false) [default: 1, Eq. 9]"),
                   device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | auto (a GPU when torch sees one); "
                                              "a checkpoint resumes on any device")):
     """LoRA on the output tokens only (MEGRAG Eq. 9); writes the adapter and manifest.json; use it as --llm
@@ -412,10 +414,11 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
                                  "--out ...)", param_hint="--data")
     given = dict(steps=steps, batch=batch, lr=lr, rank=rank, alpha=alpha, max_len=max_len, val_frac=val_frac,
                  save_every=save_every, seed=seed, bf16=bf16, layers=layers, kinds=kinds,
-                 questions=questions, repeats=repeats, answer_weight=answer_weight)
+                 questions=questions, repeats=repeats, answer_weight=answer_weight,
+                 stop_weight=stop_weight)
     try: cfg = TrainConfig(**{k: v for k, v in given.items() if v is not None})     # unset: the defaults of TrainConfig
     except ValueError as e:
-        flag = next((k for k in ("repeats", "answer_weight") if k in str(e)), "kinds").replace("_", "-")
+        flag = next((k for k in ("repeats", "answer_weight", "stop_weight") if k in str(e)), "kinds").replace("_", "-")
         raise typer.BadParameter(str(e), param_hint=f"--{flag}")
     if cfg.repeats and len(cfg.repeats.split(",")) != len(data):
         raise typer.BadParameter(f"{cfg.repeats!r} gives {len(cfg.repeats.split(','))} numbers for {len(data)} --data "

@@ -25,25 +25,32 @@ def _answer_chars(target: str) -> list[tuple[int, int]]:
     return [(m.start(1), m.end(1) + 1) for f in ANSWER_FIELDS
             for m in re.finditer(rf'"{f}":\s*"((?:[^"\\]|\\.)+)"', target)]
 
+def _stop_chars(target: str) -> list[tuple[int, int]]:
+    "`[start, end)` character spans of the `stop` decision's value (`true` / `false`) in the JSON `target`."
+    return [m.span(1) for m in re.finditer(r'"stop":\s*(true|false)', target)]
+
 def serialize(tok, messages: list[dict], target: str) -> dict:
     """One training sequence from an example's prompt `messages` and its `target` text, for tokenizer `tok`.
 
-    Returns `{input_ids, labels, n_prompt, text, answer}`: `input_ids` is the tokens of the rendered prompt (chat
-    template with the generation prompt, exactly what the model reads at inference) followed by the tokens of `target`
-    and the end-of-turn token; `labels` is `-100` over the prompt (no loss) and equals `input_ids` over the output
-    (MEGRAG paper, Eq. 9); `text` is the same sequence as a string; `answer` marks, per token, those that spell the
-    value of an answer field of the JSON target (`ANSWER_FIELDS`, with the closing quote), the tokens
-    `TrainConfig.answer_weight` weighs (`None` for a tokenizer without character offsets)."""
+    Returns `{input_ids, labels, n_prompt, text, answer, stop}`: `input_ids` is the tokens of the rendered prompt
+    (chat template with the generation prompt, exactly what the model reads at inference) followed by the tokens of
+    `target` and the end-of-turn token; `labels` is `-100` over the prompt (no loss) and equals `input_ids` over the
+    output (MEGRAG paper, Eq. 9); `text` is the same sequence as a string; `answer` marks, per token, those that spell
+    the value of an answer field of the JSON target (`ANSWER_FIELDS`, with the closing quote), `stop` those of the
+    stop decision's value: the tokens `TrainConfig.answer_weight` and `stop_weight` weigh (both `None` for a tokenizer
+    without character offsets)."""
     prompt = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     p = tok(prompt, add_special_tokens=False)["input_ids"]
     try: enc = tok(target + tok.eos_token, add_special_tokens=False, return_offsets_mapping=True)
     except NotImplementedError: enc = None                          # a slow tokenizer has no offsets
-    if enc is None: t, ans = tok(target + tok.eos_token, add_special_tokens=False)["input_ids"], None
+    if enc is None: t, ans, stop = tok(target + tok.eos_token, add_special_tokens=False)["input_ids"], None, None
     else:
-        spans = _answer_chars(target); t = enc["input_ids"]
-        ans = [False] * len(p) + [any(a < e and s < b for s, e in spans) for a, b in enc["offset_mapping"]]
+        t = enc["input_ids"]
+        offsets = enc["offset_mapping"]
+        mark = lambda spans: [False] * len(p) + [any(a < e and s < b for s, e in spans) for a, b in offsets]
+        ans, stop = mark(_answer_chars(target)), mark(_stop_chars(target))
     return dict(input_ids=p + t, labels=[-100] * len(p) + t, n_prompt=len(p), text=prompt + target + tok.eos_token,
-                answer=ans)
+                answer=ans, stop=stop)
 
 # %% ../nbs/40c_distill_train.ipynb #d91360c6
 EXAMPLE_KINDS = ("trajectory", "hop")   # the kinds of examples `distill collect` writes
@@ -65,7 +72,8 @@ class TrainConfig:
     larger one; `repeat_by_file`), `""` (the default): each once;
     `answer_weight`: the weight in the training loss of the tokens that spell a target's answers (`serialize`'s
     `answer`: the values of `intermediate_answer` and `answer`), the loss a weighted mean over the output tokens; 1
-    (the default) is Eq. 9's plain mean. The validation loss is always the plain mean, comparable across runs.
+    (the default) is Eq. 9's plain mean; `stop_weight`: the same for the tokens of the stop decision's value
+    (`serialize`'s `stop`). The validation loss is always the plain mean, comparable across runs.
 
     The defaults come from `benchmarks/bench_distill.py` on this project's 2-core CPU with AMX and AVX512-BF16
     (`benchmarks/results/bench_distill.md`): a step of 4 examples of ~1,100 tokens took 2.90 s with bf16 autocast
@@ -86,6 +94,7 @@ class TrainConfig:
     questions: int = 0
     repeats: str = ""
     answer_weight: float = 1.0
+    stop_weight: float = 1.0
 
     def __post_init__(self):
         if any(k not in EXAMPLE_KINDS for k in self.kinds.split(",")):     # "" splits to [""]: refused too
@@ -97,8 +106,8 @@ class TrainConfig:
             if min(rs) < 0 or max(rs) == 0:
                 raise ValueError(f"TrainConfig.repeats: {self.repeats!r} is not a comma-separated list of numbers "
                                  ">= 0, one per data file, not all 0")
-        if not self.answer_weight > 0:
-            raise ValueError(f"TrainConfig.answer_weight: {self.answer_weight!r} is not a number > 0")
+        for k in ("answer_weight", "stop_weight"):
+            if not getattr(self, k) > 0: raise ValueError(f"TrainConfig.{k}: {getattr(self, k)!r} is not a number > 0")
 
 
 
@@ -128,13 +137,13 @@ def _base_path(student: str) -> Path:
     return Path(p.path)
 
 # %% ../nbs/40c_distill_train.ipynb #e60a3ba9
-def _batch_loss(model, tok, seqs, bf16=False, answer_weight=1.0):
+def _batch_loss(model, tok, seqs, bf16=False, answer_weight=1.0, stop_weight=1.0):
     """Mean cross-entropy of the output tokens of `seqs` (right-padded to the longest) on the device of `model`'s
     weights, bf16 autocast when `bf16`: the language-model head is applied only at the positions that predict an output
     token (the prompt's ~1,000 positions need no 49k-word logits), the same value as the model's own loss over the
-    labelled tokens. With `answer_weight` w != 1 the mean is weighted: w for the tokens `serialize` marks as an
-    answer's (`answer`), 1 for the others, divided by the sum of the weights; `ValueError` when a sequence has no
-    marks (a tokenizer without offsets)."""
+    labelled tokens. With `answer_weight` or `stop_weight` != 1 the mean is weighted: `answer_weight` for the tokens
+    `serialize` marks as an answer's (`answer`), `stop_weight` for the stop decision's (`stop`), 1 for the others,
+    divided by the sum of the weights; `ValueError` when a sequence has no marks (a tokenizer without offsets)."""
     import torch
     n = max(len(s["input_ids"]) for s in seqs)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
@@ -148,11 +157,12 @@ def _batch_loss(model, tok, seqs, bf16=False, answer_weight=1.0):
         y = lab[:, 1:]
         keep = y != -100
         logits = base.lm_head(h[keep])
-    if answer_weight == 1: return torch.nn.functional.cross_entropy(logits.float(), y[keep])
-    if any(s.get("answer") is None for s in seqs):
-        raise ValueError("answer_weight needs the answer tokens marked: this tokenizer gives no character offsets")
-    ans = torch.tensor([s["answer"] + [False] * (n - len(s["answer"])) for s in seqs], device=dev)[:, 1:][keep]
-    w = 1 + (answer_weight - 1) * ans.float()
+    if answer_weight == 1 and stop_weight == 1: return torch.nn.functional.cross_entropy(logits.float(), y[keep])
+    if any(s.get(k) is None for s in seqs for k in ("answer", "stop")):
+        raise ValueError("answer_weight and stop_weight need the tokens marked: this tokenizer gives no character "
+                         "offsets")
+    marks = lambda k: torch.tensor([s[k] + [False] * (n - len(s[k])) for s in seqs], device=dev)[:, 1:][keep].float()
+    w = 1 + (answer_weight - 1) * marks("answer") + (stop_weight - 1) * marks("stop")
     return (w * torch.nn.functional.cross_entropy(logits.float(), y[keep], reduction="none")).sum() / w.sum()
 
 # %% ../nbs/40c_distill_train.ipynb #2d767c3c
@@ -253,7 +263,8 @@ def _run_key(student: str, base: Path, tok, paths: list, cfg: TrainConfig) -> di
     name = "smollm2-135m-instruct-q4_1" if _named_base(student) else f"hf:{base.name}"
     identity = model_identity(name, base, chat_template=tok.chat_template, dtype="torch.float32")
     hp = {k: v for k, v in asdict(cfg).items() if k not in ("steps", "save_every")}
-    for k, unset in (("repeats", ""), ("answer_weight", 1.0)):     # unset: the key of a run made before k existed
+    # unset, the key of a run made before the option existed
+    for k, unset in (("repeats", ""), ("answer_weight", 1.0), ("stop_weight", 1.0)):
         if hp[k] == unset: del hp[k]
     return dict(base=identity, data_sha256=data_hash(paths), hyperparameters=hp)
 
@@ -335,7 +346,7 @@ def _train_loop(model, opt, tok, tr: list[dict], va: list[dict], cfg: TrainConfi
                disable=not progress)
     while step < cfg.steps:
         t0 = time.perf_counter()
-        loss = _batch_loss(model, tok, [tr[i] for i in plan[step]], cfg.bf16, cfg.answer_weight)
+        loss = _batch_loss(model, tok, [tr[i] for i in plan[step]], cfg.bf16, cfg.answer_weight, cfg.stop_weight)
         opt.zero_grad(); loss.backward(); opt.step()
         step += 1; losses.append(round(loss.item(), 4)); state["seconds"] += time.perf_counter() - t0
         state["step"] = step

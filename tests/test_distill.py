@@ -124,7 +124,8 @@ def test_serialization_is_the_inference_prompt_then_the_target_token_for_token(d
     # quote (and the opening one where a token holds it with the value's first character), nothing of the prompt
     spelled = tok.decode([i for i, a in zip(s["input_ids"], s["answer"]) if a])
     assert spelled == 'A", "\\u017bu\\u0142awski",' and not any(s["answer"][:s["n_prompt"]]), spelled
-    assert len(s["answer"]) == len(s["input_ids"])
+    assert len(s["answer"]) == len(s["input_ids"]) == len(s["stop"])
+    assert tok.decode([i for i, a in zip(s["input_ids"], s["stop"]) if a]) == " true"          # the stop decision's value
 
 
 @needs_shared
@@ -435,12 +436,17 @@ def test_batch_loss_on_the_output_positions_equals_the_models_own_loss():
         assert torch.allclose(_batch_loss(m, Tok(), seqs), ref, atol=1e-6)
         # answer_weight: a weighted mean, the marked tokens counted w times
         marks = [[False] * 4 + [True, False], [False] * 3 + [True]]
-        seqs = [dict(s, answer=a) for s, a in zip(seqs, marks)]
+        seqs = [dict(s, answer=a, stop=[False] * len(a)) for s, a in zip(seqs, marks)]
         ce = torch.nn.functional.cross_entropy(m(input_ids=ids, attention_mask=att).logits[:, :-1].transpose(1, 2), lab[:, 1:],
                                                reduction="none")
         w = torch.tensor([[1, 1, 1, 3.0, 1], [1, 1, 3, 0, 0]]) * (lab[:, 1:] != -100)
         assert torch.allclose(_batch_loss(m, Tok(), seqs, answer_weight=3.0), (ce * w).sum() / w.sum(), atol=1e-6)
         assert torch.allclose(_batch_loss(m, Tok(), seqs, answer_weight=1.0), ref, atol=1e-6)
+        # stop_weight weighs the stop decision's tokens the same way, beside the answer's
+        seqs[0]["stop"] = [False] * 5 + [True]
+        w = torch.tensor([[1, 1, 1, 3.0, 2], [1, 1, 3, 0, 0]]) * (lab[:, 1:] != -100)
+        assert torch.allclose(_batch_loss(m, Tok(), seqs, answer_weight=3.0, stop_weight=2.0), (ce * w).sum() / w.sum(),
+                              atol=1e-6)
         with pytest.raises(ValueError, match="no character offsets"):
             _batch_loss(m, Tok(), [dict(seqs[0], answer=None)], answer_weight=3.0)
 
