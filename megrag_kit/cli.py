@@ -4,7 +4,7 @@
 
 # %% ../nbs/99_cli.ipynb #0b57fec8
 from __future__ import annotations
-import dataclasses, functools, json, sys
+import dataclasses, functools, json, re, sys
 from pathlib import Path
 import typer
 from .core import DataError, OptionError, set_seed, set_threads, resolve_device
@@ -400,6 +400,8 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
                                               "[default: each once]"),
                   answer_weight: float = typer.Option(None, help="loss weight of the tokens that spell a target's "
                                                       "answers (intermediate_answer, answer) [default: 1, Eq. 9]"),
+                  select_weight: float = typer.Option(None, help="loss weight of the tokens of the evidence ids a "
+                                                      "target selects [default: 1, Eq. 9]"),
                   stop_weight: float = typer.Option(None, help="loss weight of the tokens of a target's stop decision "
                                                     "(true / false) [default: 1, Eq. 9]"),
                   device: str = typer.Option("cpu", help="cpu | cuda | cuda:N | auto (a GPU when torch sees one); "
@@ -415,10 +417,10 @@ def distill_train(data: list[Path] = typer.Option(None, help="collected JSON Lin
     given = dict(steps=steps, batch=batch, lr=lr, rank=rank, alpha=alpha, max_len=max_len, val_frac=val_frac,
                  save_every=save_every, seed=seed, bf16=bf16, layers=layers, kinds=kinds,
                  questions=questions, repeats=repeats, answer_weight=answer_weight,
-                 stop_weight=stop_weight)
+                 stop_weight=stop_weight, select_weight=select_weight)
     try: cfg = TrainConfig(**{k: v for k, v in given.items() if v is not None})     # unset: the defaults of TrainConfig
     except ValueError as e:
-        flag = next((k for k in ("repeats", "answer_weight", "stop_weight") if k in str(e)), "kinds").replace("_", "-")
+        flag = re.match(r"TrainConfig\.(\w+):", str(e)).group(1).replace("_", "-")     # every message names its field
         raise typer.BadParameter(str(e), param_hint=f"--{flag}")
     if cfg.repeats and len(cfg.repeats.split(",")) != len(data):
         raise typer.BadParameter(f"{cfg.repeats!r} gives {len(cfg.repeats.split(','))} numbers for {len(data)} --data "

@@ -13,44 +13,50 @@ from .models import adapter_hash, model_identity, parse_model_spec, smollm2_path
 from .distill_collect import collection_counts, read_examples
 
 # %% auto #0
-__all__ = ['ANSWER_FIELDS', 'EXAMPLE_KINDS', 'serialize', 'TrainConfig', 'data_hash', 'lora_targets', 'serialize_examples',
-           'normalize_adapter_config', 'question_subset', 'repeat_by_file', 'train', 'questions_seen',
-           'validation_by_source']
+__all__ = ['ANSWER_FIELDS', 'WEIGHED_FIELDS', 'EXAMPLE_KINDS', 'serialize', 'TrainConfig', 'data_hash', 'lora_targets',
+           'serialize_examples', 'normalize_adapter_config', 'question_subset', 'repeat_by_file', 'train',
+           'questions_seen', 'validation_by_source']
 
 # %% ../nbs/40c_distill_train.ipynb #de197980
 ANSWER_FIELDS = ("intermediate_answer", "answer")     # a target's reading of its evidence: b_i and y_i
+WEIGHED_FIELDS = dict(answer=ANSWER_FIELDS, stop=("stop",), selected=("selected",))  # serialize's marks, their fields
 
-def _answer_chars(target: str) -> list[tuple[int, int]]:
-    "`[start, end)` character spans of the non-empty values of `ANSWER_FIELDS` in the JSON `target`, closing quote in."
-    return [(m.start(1), m.end(1) + 1) for f in ANSWER_FIELDS
-            for m in re.finditer(rf'"{f}":\s*"((?:[^"\\]|\\.)+)"', target)]
+def _value_chars(target: str, fields) -> list[tuple[int, int]]:
+    """`[start, end)` character spans of the non-empty values of `fields` in the JSON `target`: a string's from after
+    its opening quote to after its closing one, another value's (`true`, a list of ids) whole."""
+    dec, spans = json.JSONDecoder(), []
+    for f in fields:
+        for m in re.finditer(rf'"{f}":\s*', target):
+            try: v, end = dec.raw_decode(target, m.end())
+            except json.JSONDecodeError: continue
+            if v == "" or v == [] or v is None: continue
+            spans.append((m.end() + isinstance(v, str), end))
+    return spans
 
-def _stop_chars(target: str) -> list[tuple[int, int]]:
-    "`[start, end)` character spans of the `stop` decision's value (`true` / `false`) in the JSON `target`."
-    return [m.span(1) for m in re.finditer(r'"stop":\s*(true|false)', target)]
-
+# %% ../nbs/40c_distill_train.ipynb #5e71a1ze
 def serialize(tok, messages: list[dict], target: str) -> dict:
     """One training sequence from an example's prompt `messages` and its `target` text, for tokenizer `tok`.
 
-    Returns `{input_ids, labels, n_prompt, text, answer, stop}`: `input_ids` is the tokens of the rendered prompt
-    (chat template with the generation prompt, exactly what the model reads at inference) followed by the tokens of
-    `target` and the end-of-turn token; `labels` is `-100` over the prompt (no loss) and equals `input_ids` over the
-    output (MEGRAG paper, Eq. 9); `text` is the same sequence as a string; `answer` marks, per token, those that spell
-    the value of an answer field of the JSON target (`ANSWER_FIELDS`, with the closing quote), `stop` those of the
-    stop decision's value: the tokens `TrainConfig.answer_weight` and `stop_weight` weigh (both `None` for a tokenizer
-    without character offsets)."""
+    Returns `{input_ids, labels, n_prompt, text, answer, stop, selected}`: `input_ids` is the tokens of the rendered
+    prompt (chat template with the generation prompt, exactly what the model reads at inference) followed by the
+    tokens of `target` and the end-of-turn token; `labels` is `-100` over the prompt (no loss) and equals `input_ids`
+    over the output (MEGRAG paper, Eq. 9); `text` is the same sequence as a string. `answer`, `stop` and `selected`
+    mark, per token, those that spell a value of the JSON target's fields of that name in `WEIGHED_FIELDS`: the
+    answers (`intermediate_answer` and `answer`, with the closing quote), the stop decision's value, the list of
+    selected evidence ids; the tokens `TrainConfig.answer_weight`, `stop_weight` and `select_weight` weigh (each
+    `None` for a tokenizer without character offsets)."""
     prompt = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     p = tok(prompt, add_special_tokens=False)["input_ids"]
     try: enc = tok(target + tok.eos_token, add_special_tokens=False, return_offsets_mapping=True)
     except NotImplementedError: enc = None                          # a slow tokenizer has no offsets
-    if enc is None: t, ans, stop = tok(target + tok.eos_token, add_special_tokens=False)["input_ids"], None, None
+    if enc is None: t, marks = tok(target + tok.eos_token, add_special_tokens=False)["input_ids"], {}
     else:
         t = enc["input_ids"]
         offsets = enc["offset_mapping"]
         mark = lambda spans: [False] * len(p) + [any(a < e and s < b for s, e in spans) for a, b in offsets]
-        ans, stop = mark(_answer_chars(target)), mark(_stop_chars(target))
+        marks = {k: mark(_value_chars(target, fs)) for k, fs in WEIGHED_FIELDS.items()}
     return dict(input_ids=p + t, labels=[-100] * len(p) + t, n_prompt=len(p), text=prompt + target + tok.eos_token,
-                answer=ans, stop=stop)
+                **{k: marks.get(k) for k in WEIGHED_FIELDS})
 
 # %% ../nbs/40c_distill_train.ipynb #d91360c6
 EXAMPLE_KINDS = ("trajectory", "hop")   # the kinds of examples `distill collect` writes
@@ -66,14 +72,12 @@ class TrainConfig:
     default): on when the training device computes in bf16 (`resolve_precision`: a GPU that supports it, a CPU with
     bf16 instructions), resolved by `train` and recorded in the manifest;
     `questions`: train on the examples of this many training questions only (0: all), a seeded choice by the hash of
-    each question id, so a smaller set is part of every larger one (the points of a learning curve);
-    `repeats`: how often each data file's training examples are drawn per epoch, comma-separated in the order of the
-    files (`"2.75,1,2.75"`: the first and third file's examples 2.75 times each, a smaller source as often as a
-    larger one; `repeat_by_file`), `""` (the default): each once;
-    `answer_weight`: the weight in the training loss of the tokens that spell a target's answers (`serialize`'s
-    `answer`: the values of `intermediate_answer` and `answer`), the loss a weighted mean over the output tokens; 1
-    (the default) is Eq. 9's plain mean; `stop_weight`: the same for the tokens of the stop decision's value
-    (`serialize`'s `stop`). The validation loss is always the plain mean, comparable across runs.
+    each question id, so a smaller set is part of every larger one (the points of a learning curve); `repeats`: how
+    often each data file's training examples are drawn per epoch, comma-separated in the files' order (`"2.75,1,2.75"`:
+    the first and third file's 2.75 times each; `repeat_by_file`), `""` (the default): each once;
+    `answer_weight`, `stop_weight`, `select_weight`: the loss weights (1, the default: Eq. 9's plain mean) of the tokens
+    `serialize` marks `answer` (`intermediate_answer`, `answer`), `stop` and `selected` (the evidence ids). The
+    validation loss is always the plain mean, comparable across runs.
 
     The defaults come from `benchmarks/bench_distill.py` on this project's 2-core CPU with AMX and AVX512-BF16
     (`benchmarks/results/bench_distill.md`): a step of 4 examples of ~1,100 tokens took 2.90 s with bf16 autocast
@@ -95,6 +99,7 @@ class TrainConfig:
     repeats: str = ""
     answer_weight: float = 1.0
     stop_weight: float = 1.0
+    select_weight: float = 1.0
 
     def __post_init__(self):
         if any(k not in EXAMPLE_KINDS for k in self.kinds.split(",")):     # "" splits to [""]: refused too
@@ -106,10 +111,13 @@ class TrainConfig:
             if min(rs) < 0 or max(rs) == 0:
                 raise ValueError(f"TrainConfig.repeats: {self.repeats!r} is not a comma-separated list of numbers "
                                  ">= 0, one per data file, not all 0")
-        for k in ("answer_weight", "stop_weight"):
+        for k in ("answer_weight", "stop_weight", "select_weight"):
             if not getattr(self, k) > 0: raise ValueError(f"TrainConfig.{k}: {getattr(self, k)!r} is not a number > 0")
 
-
+    @property
+    def loss_weights(self) -> dict[str, float]:
+        "The loss weight of each of `serialize`'s marks (`WEIGHED_FIELDS`)."
+        return dict(answer=self.answer_weight, stop=self.stop_weight, selected=self.select_weight)
 
 # %% ../nbs/40c_distill_train.ipynb #687a4b42
 def _split(examples, val_frac):
@@ -137,13 +145,13 @@ def _base_path(student: str) -> Path:
     return Path(p.path)
 
 # %% ../nbs/40c_distill_train.ipynb #e60a3ba9
-def _batch_loss(model, tok, seqs, bf16=False, answer_weight=1.0, stop_weight=1.0):
+def _batch_loss(model, tok, seqs, bf16=False, weights: dict | None = None):
     """Mean cross-entropy of the output tokens of `seqs` (right-padded to the longest) on the device of `model`'s
     weights, bf16 autocast when `bf16`: the language-model head is applied only at the positions that predict an output
     token (the prompt's ~1,000 positions need no 49k-word logits), the same value as the model's own loss over the
-    labelled tokens. With `answer_weight` or `stop_weight` != 1 the mean is weighted: `answer_weight` for the tokens
-    `serialize` marks as an answer's (`answer`), `stop_weight` for the stop decision's (`stop`), 1 for the others,
-    divided by the sum of the weights; `ValueError` when a sequence has no marks (a tokenizer without offsets)."""
+    labelled tokens. `weights` (`TrainConfig.loss_weights`: `{mark: weight}` over `serialize`'s marks) with a weight
+    != 1 makes it a weighted mean: a token counts 1 plus `weight - 1` for each mark it carries, the sum divided by
+    the sum of the weights; `ValueError` when a sequence lacks that mark (a tokenizer without offsets)."""
     import torch
     n = max(len(s["input_ids"]) for s in seqs)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
@@ -157,12 +165,13 @@ def _batch_loss(model, tok, seqs, bf16=False, answer_weight=1.0, stop_weight=1.0
         y = lab[:, 1:]
         keep = y != -100
         logits = base.lm_head(h[keep])
-    if answer_weight == 1 and stop_weight == 1: return torch.nn.functional.cross_entropy(logits.float(), y[keep])
-    if any(s.get(k) is None for s in seqs for k in ("answer", "stop")):
-        raise ValueError("answer_weight and stop_weight need the tokens marked: this tokenizer gives no character "
-                         "offsets")
+    weighed = {k: v for k, v in (weights or {}).items() if v != 1}
+    if not weighed: return torch.nn.functional.cross_entropy(logits.float(), y[keep])
+    if any(s.get(k) is None for s in seqs for k in weighed):
+        raise ValueError(f"the loss weights of {', '.join(weighed)} need the tokens marked: this tokenizer gives no "
+                         "character offsets")
     marks = lambda k: torch.tensor([s[k] + [False] * (n - len(s[k])) for s in seqs], device=dev)[:, 1:][keep].float()
-    w = 1 + (answer_weight - 1) * marks("answer") + (stop_weight - 1) * marks("stop")
+    w = 1 + sum((v - 1) * marks(k) for k, v in weighed.items())
     return (w * torch.nn.functional.cross_entropy(logits.float(), y[keep], reduction="none")).sum() / w.sum()
 
 # %% ../nbs/40c_distill_train.ipynb #2d767c3c
@@ -262,11 +271,15 @@ def _run_key(student: str, base: Path, tok, paths: list, cfg: TrainConfig) -> di
     continued to more steps, or finished early with `steps` = its checkpoint's step."""
     name = "smollm2-135m-instruct-q4_1" if _named_base(student) else f"hf:{base.name}"
     identity = model_identity(name, base, chat_template=tok.chat_template, dtype="torch.float32")
+    return dict(base=identity, data_sha256=data_hash(paths), hyperparameters=_key_hyperparameters(cfg))
+
+def _key_hyperparameters(cfg: TrainConfig) -> dict:
+    "The hyperparameters in a run's key: `cfg` less `steps` and `save_every`, and less each later option left unset."
     hp = {k: v for k, v in asdict(cfg).items() if k not in ("steps", "save_every")}
     # unset, the key of a run made before the option existed
-    for k, unset in (("repeats", ""), ("answer_weight", 1.0), ("stop_weight", 1.0)):
+    for k, unset in (("repeats", ""), ("answer_weight", 1.0), ("stop_weight", 1.0), ("select_weight", 1.0)):
         if hp[k] == unset: del hp[k]
-    return dict(base=identity, data_sha256=data_hash(paths), hyperparameters=hp)
+    return hp
 
 # %% ../nbs/40c_distill_train.ipynb #fe3a97f9
 def _lora_model(base: Path, cfg: TrainConfig, device: str = "cpu"):
@@ -346,7 +359,7 @@ def _train_loop(model, opt, tok, tr: list[dict], va: list[dict], cfg: TrainConfi
                disable=not progress)
     while step < cfg.steps:
         t0 = time.perf_counter()
-        loss = _batch_loss(model, tok, [tr[i] for i in plan[step]], cfg.bf16, cfg.answer_weight, cfg.stop_weight)
+        loss = _batch_loss(model, tok, [tr[i] for i in plan[step]], cfg.bf16, cfg.loss_weights)
         opt.zero_grad(); loss.backward(); opt.step()
         step += 1; losses.append(round(loss.item(), 4)); state["seconds"] += time.perf_counter() - t0
         state["step"] = step

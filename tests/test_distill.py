@@ -126,6 +126,7 @@ def test_serialization_is_the_inference_prompt_then_the_target_token_for_token(d
     assert spelled == 'A", "\\u017bu\\u0142awski",' and not any(s["answer"][:s["n_prompt"]]), spelled
     assert len(s["answer"]) == len(s["input_ids"]) == len(s["stop"])
     assert tok.decode([i for i, a in zip(s["input_ids"], s["stop"]) if a]) == " true"          # the stop decision's value
+    assert tok.decode([i for i, a in zip(s["input_ids"], s["selected"]) if a]) == ' ["s0.0"],'  # the ids it selects
 
 
 @needs_shared
@@ -440,15 +441,21 @@ def test_batch_loss_on_the_output_positions_equals_the_models_own_loss():
         ce = torch.nn.functional.cross_entropy(m(input_ids=ids, attention_mask=att).logits[:, :-1].transpose(1, 2), lab[:, 1:],
                                                reduction="none")
         w = torch.tensor([[1, 1, 1, 3.0, 1], [1, 1, 3, 0, 0]]) * (lab[:, 1:] != -100)
-        assert torch.allclose(_batch_loss(m, Tok(), seqs, answer_weight=3.0), (ce * w).sum() / w.sum(), atol=1e-6)
-        assert torch.allclose(_batch_loss(m, Tok(), seqs, answer_weight=1.0), ref, atol=1e-6)
+        assert torch.allclose(_batch_loss(m, Tok(), seqs, weights=dict(answer=3.0)), (ce * w).sum() / w.sum(), atol=1e-6)
+        assert torch.allclose(_batch_loss(m, Tok(), seqs, weights=dict(answer=1.0, stop=1.0)), ref, atol=1e-6)
         # stop_weight weighs the stop decision's tokens the same way, beside the answer's
         seqs[0]["stop"] = [False] * 5 + [True]
         w = torch.tensor([[1, 1, 1, 3.0, 2], [1, 1, 3, 0, 0]]) * (lab[:, 1:] != -100)
-        assert torch.allclose(_batch_loss(m, Tok(), seqs, answer_weight=3.0, stop_weight=2.0), (ce * w).sum() / w.sum(),
+        assert torch.allclose(_batch_loss(m, Tok(), seqs, weights=dict(answer=3.0, stop=2.0)), (ce * w).sum() / w.sum(),
                               atol=1e-6)
-        with pytest.raises(ValueError, match="no character offsets"):
-            _batch_loss(m, Tok(), [dict(seqs[0], answer=None)], answer_weight=3.0)
+        # a token with two marks counts 1 plus both excesses: the selected ids' mark on the answer's token too
+        seqs = [dict(s, selected=[False] * 4 + [True, True]) if i == 0 else dict(s, selected=[False] * 4)
+                for i, s in enumerate(seqs)]
+        w = torch.tensor([[1, 1, 1, 7.0, 6], [1, 1, 3, 0, 0]]) * (lab[:, 1:] != -100)
+        got = _batch_loss(m, Tok(), seqs, weights=dict(answer=3.0, stop=2.0, selected=5.0))
+        assert torch.allclose(got, (ce * w).sum() / w.sum(), atol=1e-6)
+        with pytest.raises(ValueError, match="the loss weights of answer need the tokens marked"):
+            _batch_loss(m, Tok(), [dict(seqs[0], answer=None)], weights=dict(answer=3.0, stop=1.0))
 
 
 def test_adapter_config_is_normalized_to_machine_independent_bytes(tmp_path):
@@ -492,3 +499,15 @@ def test_committed_fingerprints_are_the_evaluation_subsets_of_the_data():
         ds = load_training(name)
         kept, hits = check_disjoint(ds.questions, eval_questions())
         assert hits == {} and len(kept) == len(ds.questions) > 90
+
+
+def test_committed_students_keep_their_run_key():
+    "Options added after a student was trained leave its key unchanged when unset, so its checkpoint still resumes."
+    from megrag_kit.distill_train import TrainConfig, _key_hyperparameters
+    seen = 0
+    for f in sorted((ROOT / "runs/distill").glob("student-v[3-9]*/manifest.json")):
+        hp = {k: v for k, v in json.loads(f.read_text())["hyperparameters"].items() if k not in ("steps", "save_every")}
+        assert _key_hyperparameters(TrainConfig(**hp)) == hp, f
+        seen += 1
+    assert seen >= 8                                       # v3 to v7, committed
+    assert _key_hyperparameters(TrainConfig(select_weight=5))["select_weight"] == 5
