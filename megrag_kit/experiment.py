@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from .index import StoreOptions
 from .method import ConfigError, get_method
-from .models import ModelOptions, build_model, parse_model_spec, with_precision
+from .models import ModelOptions, build_model, parse_model_spec
 from .report import report
 from .scale import _as_dataset, cell_job, cell_state, run_jobs
 
@@ -69,18 +69,12 @@ def _spec(v: str) -> str | None:
     "A model spec of the file: `''` or `none` -> `None` (no such model in the run), else the spec as written."
     return None if v in ("", "none") else v
 
-def _made_by_step(spec: str | None, pending: frozenset) -> bool:
-    "Whether `spec` is a student `BASE+lora:PATH` whose adapter folder is missing and in `pending` (a step makes it)."
-    try: p = parse_model_spec(spec, "llm") if spec and "+lora:" in spec else None
-    except ValueError: return False                                 # malformed: ModelOptions names the fault
-    return p is not None and p.form == "lora" and not Path(p.path).is_dir() and Path(p.path).resolve() in pending
-
 def _check_options(f, store: dict, model: dict, pending: frozenset = frozenset()) -> tuple:
     """The typed options of a run from the file's `[store]` and `[model]` values: `(StoreOptions, ModelOptions)`, each
     option checked there, once, before any model loads (`ExperimentFileError` naming the file, the table and the
     option, with the message of `StoreOptions` / `ModelOptions`). `cache` (the LLM call cache) is the models'. A
     student whose adapter folder a `before` step creates (`pending`, resolved folders) may not exist yet: its base
-    model is checked now, the adapter when the run loads it, after the steps."""
+    model is checked now, the adapter when the run loads it, after the steps (`ModelOptions.later_adapters`)."""
     if not isinstance(store["cache"], bool): raise ExperimentFileError(f"{f}: store: cache must be true or false")
     try: so = StoreOptions(**{k: v for k, v in store.items() if k != "cache"})
     except ValueError as e: raise ExperimentFileError(f"{f}: store: {e}") from None
@@ -88,12 +82,10 @@ def _check_options(f, store: dict, model: dict, pending: frozenset = frozenset()
     for k in ("llm", "embedder"):
         if not isinstance(model[k], str):
             raise ExperimentFileError(f"{f}: model: {k} must be a model spec (string; '' for none)")
-    llm = _spec(model["llm"]); later = _made_by_step(llm, pending)
-    try: mo = ModelOptions(llm=parse_model_spec(llm, "llm").base.spec if later else llm,
-                           embedder=_spec(model["embedder"]), llm_options=model["llm_options"],
-                           device=model["device"], batch_size=model["batch_size"], cache=store["cache"])
+    try: mo = ModelOptions(llm=_spec(model["llm"]), embedder=_spec(model["embedder"]), llm_options=model["llm_options"],
+                           device=model["device"], batch_size=model["batch_size"], cache=store["cache"],
+                           later_adapters=pending)
     except ValueError as e: raise ExperimentFileError(f"{f}: model: {e}") from None
-    if later: object.__setattr__(mo, "llm", with_precision(llm, "llm", mo.precision))   # the adapter: after the steps
     return so, mo
 
 # %% ../nbs/97_experiment.ipynb #9a5db82c

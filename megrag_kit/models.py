@@ -27,15 +27,18 @@ from .models_llamacpp import *
 from .models_llamacpp import _llamacpp_target, _load_llamacpp
 
 # %% ../nbs/02_models.ipynb #0fab48e2
-def check_model_spec(spec: str, kind: str = "llm") -> str:
+def check_model_spec(spec: str, kind: str = "llm", later_adapters: frozenset = frozenset()) -> str:
     """`spec` when it names a model `load_llm` (`kind='llm'`) or `load_embedder` (`kind='embedder'`) can load,
     checked without loading anything (`parse_model_spec`, then the folders and files it names; a `py:` spec's module
     is imported only when the model is built): `ValueError` saying which forms are valid for an unknown name, a
-    missing folder or an `openai:` spec without `#MODEL`."""
+    missing folder or an `openai:` spec without `#MODEL`. `later_adapters`: resolved folders of student adapters made
+    after this check and before the model loads (a training step of an experiment): a `+lora:` spec naming one is
+    checked without its folder (its base model is)."""
     p = parse_model_spec(spec, kind)
-    if p.dtype: check_model_spec(p.base.spec, kind)
+    if p.dtype: check_model_spec(p.base.spec, kind, later_adapters)
     elif p.form == "lora":
-        if not Path(p.path).is_dir(): raise ValueError(f"LLM spec {spec!r}: adapter folder {p.path!r} does not exist")
+        if not Path(p.path).is_dir() and Path(p.path).resolve() not in later_adapters:
+            raise ValueError(f"LLM spec {spec!r}: adapter folder {p.path!r} does not exist")
         check_model_spec(p.base.spec, kind)
     elif p.form == "llamacpp": _llamacpp_target(spec)
     elif p.form in ("hf", "st", "path") and not Path(p.path).is_dir():
@@ -142,8 +145,10 @@ class ModelOptions:
     persistent LLM call cache; `precision`: `fp32` (the default), `bf16` or `auto` (`bf16` on a GPU or a CPU with
     bf16 instructions, else `fp32`; `resolve_precision`), resolved when the object is made, on this machine, and
     written into the local specs that name no precision of their own (`with_precision`: `smollm2-135m@bf16`), so
-    the specs a run records, and the model identities, say it; the field then holds the resolved value.
-    `megrag_kit.method.Resources.of(dataset, models, store)` builds a run's resources."""
+    the specs a run records, and the model identities, say it; the field then holds the resolved value;
+    `later_adapters`: resolved folders of student adapters that a step makes before the models load
+    (`check_model_spec`), outside comparison and repr. `megrag_kit.method.Resources.of(dataset, models, store)` builds
+    a run's resources."""
     llm: str | None = "smollm2-135m"
     embedder: str | None = "minilm"
     llm_options: dict = field(default_factory=dict)
@@ -151,13 +156,14 @@ class ModelOptions:
     batch_size: int = 8
     cache: bool = True
     precision: str = "fp32"
+    later_adapters: frozenset = field(default=frozenset(), compare=False, repr=False)
 
     def __post_init__(self):
         for kind in ("llm", "embedder"):
             spec = getattr(self, kind)
             if spec is not None and not isinstance(spec, str):
                 raise ValueError(f"{kind} must be a spec string or None, got {spec!r}")
-            if spec is not None: check_model_spec(spec, kind)
+            if spec is not None: check_model_spec(spec, kind, frozenset(map(Path, self.later_adapters)))
         opts = dict(self.llm_options or {})
         if self.llm is not None: opts = check_llm_options(self.llm, opts)
         object.__setattr__(self, "llm_options", opts)
