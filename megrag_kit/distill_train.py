@@ -8,7 +8,7 @@ import hashlib, json, math, os, random, re, resource, shutil, time
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 from .core import DataError, cpu_bf16, resolve_device, resolve_precision, stable_hash, set_seed
-from .jsonl import read_jsonl
+from .jsonl import lock_run_folder, read_jsonl
 from .models import adapter_hash, model_identity, parse_model_spec, smollm2_path
 from .distill_collect import collection_counts, read_examples
 
@@ -441,8 +441,8 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
     warning. `cfg.repeats` draws each file's training examples that many times per epoch (`repeat_by_file`); with more
     than one file the manifest adds each file's own validation loss (`val_loss_by_source`). Returns the manifest.
     `ValueError` when no example fits `max_len`, `repeats` does not give one number per file, or a GPU is asked for
-    that torch does not see; `DataError` for a checkpoint of other data or hyperparameters."""
-    from transformers import AutoTokenizer
+    that torch does not see; `DataError` for a checkpoint of other data or hyperparameters; `RunLockedError` (a
+    `ValueError`) at once while another process trains in `out` (`lock_run_folder`: one training per folder)."""
     cfg, out = cfg or TrainConfig(), Path(out)
     dev, flags = resolve_device(device), cpu_bf16()
     if cfg.bf16 is None: cfg = replace(cfg, bf16=resolve_precision("auto", dev) == "bf16")   # recorded in key, manifest
@@ -451,6 +451,12 @@ def train(data, out, student: str = "smollm2-135m", cfg: TrainConfig | None = No
         raise ValueError(f"repeats={cfg.repeats!r} gives {len(cfg.repeats.split(','))} numbers for {len(paths)} data "
                          "files: one per file, in their order")
     base = _base_path(student)
+    with lock_run_folder(out): return _train_held(paths, out, student, base, cfg, dev, flags, progress)
+
+# %% ../nbs/40c_distill_train.ipynb #tr41held
+def _train_held(paths: list, out: Path, student: str, base: Path, cfg: TrainConfig, dev: str, flags, progress: bool):
+    "`train` in the adapter folder `out`, which this process holds (`lock_run_folder`)."
+    from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(base)
     examples, seqs, long = _training_sequences(paths, tok, cfg)
     tr, va = _split(seqs, cfg.val_frac)

@@ -4,7 +4,7 @@
 
 # %% ../nbs/97_experiment.ipynb #0a76519b
 from __future__ import annotations
-import itertools, json, re, subprocess, sys, tomllib
+import itertools, json, re, signal, subprocess, sys, threading, tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from .index import StoreOptions
@@ -15,8 +15,8 @@ from .scale import _as_dataset, cell_job, cell_state, run_jobs
 
 # %% auto #0
 __all__ = ['TOP_KEYS', 'STORE_KEYS', 'MODEL_KEYS', 'RUN_KEYS', 'STEP_KEYS', 'REPORT_KEYS', 'ExperimentFileError',
-           'ExperimentSpec', 'load_experiment', 'experiment_jobs', 'render_reports', 'step_argv', 'run_experiment',
-           'from_runs']
+           'ExperimentSpec', 'load_experiment', 'experiment_jobs', 'render_reports', 'step_argv', 'run_step',
+           'run_experiment', 'from_runs']
 
 # %% ../nbs/97_experiment.ipynb #f97ce85d
 TOP_KEYS = ("about", "dataset", "limit", "seeds", "out", "store", "model", "params", "runs", "steps", "reports")
@@ -276,14 +276,31 @@ def step_argv(command: list[str]) -> list[str]:
     if head == "megrag-kit": return [sys.executable, "-m", "megrag_kit.cli", *rest]
     return list(command)
 
+def _exit_on(signum, frame): raise SystemExit(128 + signum)
+
+def run_step(argv: list[str]) -> int:
+    """Run a step's `argv` and return its exit status. The step ends with the driver: when this process is stopped
+    by SIGTERM (a `kill`) or interrupted, it terminates the step first (SIGTERM, then SIGKILL after 30 s), so no
+    training is left running, orphaned, in a folder the next start will use."""
+    p = subprocess.Popen(argv)
+    main = threading.current_thread() is threading.main_thread()       # signal handlers live in the main thread
+    prev = signal.signal(signal.SIGTERM, _exit_on) if main else None
+    try: return p.wait()
+    finally:
+        if main: signal.signal(signal.SIGTERM, prev)
+        if p.poll() is None:
+            p.terminate()
+            try: p.wait(timeout=30)
+            except subprocess.TimeoutExpired: p.kill(); p.wait()
+
 def _steps(spec, stage: str, show_progress: bool):
     for s in spec.steps:
         if s["stage"] != stage or (s["creates"] and Path(s["creates"]).exists()): continue
         if show_progress: print("$ " + " ".join(s["command"]), flush=True)
-        r = subprocess.run(step_argv(s["command"]))
-        if r.returncode:
-            raise RuntimeError(f"{spec.path}: step {' '.join(s['command'])} failed with exit status {r.returncode}")
+        if rc := run_step(step_argv(s["command"])):
+            raise RuntimeError(f"{spec.path}: step {' '.join(s['command'])} failed with exit status {rc}")
 
+# %% ../nbs/97_experiment.ipynb #runexp01
 def run_experiment(path, limit: int | None = None, ray: bool = False, workers: int = 2, address: str | None = None,
                    dry_run: bool = False, show_progress: bool = True, only: list[str] | None = None) -> list[dict]:
     """Run an experiment file: its `before` steps, every run whose folder is not complete (locally one after the

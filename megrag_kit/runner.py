@@ -12,6 +12,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 from .core import Dataset, DataError, Heartbeat, Question, stable_hash, thread_settings
 from .jsonl import PREDICTIONS, JsonlAppender, compress_jsonl, predictions_file, read_jsonl
+from .jsonl import LOCK_FILE, RunLockedError, lock_run_folder     # one process per run folder
 from .models import Cost, CostMeter, ModelCallError
 from .metrics import (exact_match, f1_score, answer_containment, retrieval_scores, bootstrap_ci,
                                 paired_bootstrap)
@@ -20,10 +21,9 @@ from .reader import answer_rewrites
 from .index import index_line
 
 # %% auto #0
-__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'LOCK_FILE', 'STOP_AFTER_FAILED', 'SUMMARY_LEGEND', 'score', 'summarize',
-           'read_predictions', 'versions', 'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'RunLockedError',
-           'lock_run_folder', 'index_stage', 'estimate_calls', 'run_banner', 'latency_basis', 'run', 'format_summary',
-           'check_same_texts', 'compare_runs', 'compact_run']
+__all__ = ['RETRIEVAL_KS', 'COST_FIELDS', 'STOP_AFTER_FAILED', 'SUMMARY_LEGEND', 'score', 'summarize', 'read_predictions',
+           'versions', 'RunMismatchError', 'dataset_hashes', 'check_run_folder', 'index_stage', 'estimate_calls',
+           'run_banner', 'latency_basis', 'run', 'format_summary', 'check_same_texts', 'compare_runs', 'compact_run']
 
 # %% ../nbs/90_runner.ipynb #d6a8652b
 RETRIEVAL_KS = (1, 2, 5, 10, 20)
@@ -160,63 +160,6 @@ def check_run_folder(out) -> Path:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder: give a folder for the run")
     return out
-
-# %% ../nbs/90_runner.ipynb #ac032955
-LOCK_FILE = "run.lock"
-
-class RunLockedError(ValueError):
-    """Another process is running in the run folder (it holds the folder's lock); the message names the folder, the
-    lock file and the holder's PID."""
-
-def _holder_pid(fd: int) -> str:
-    "The PID written in an open lock file (`'unknown'` when the holder has not written it yet)."
-    for _ in range(20):                    # a holder writes its PID right after taking the lock
-        pid = os.pread(fd, 32, 0).decode(errors="replace").strip()
-        if pid: return pid
-        time.sleep(0.01)
-    return "unknown"
-
-def _acquire(path: Path, out: Path) -> int | None:
-    "The descriptor of `path` opened and locked (`LOCK_EX | LOCK_NB`), or `None` where the folder cannot be written."
-    import fcntl
-    while True:
-        try: fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except PermissionError: return None           # nothing can be written there (a read-only run folder)
-        except OSError as e:
-            if e.errno == errno.EROFS: return None
-            raise
-        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _holder_pid(fd); os.close(fd)
-            raise RunLockedError(f"{out} is in use by another run (PID {pid} holds {path}): wait for it to end, or "
-                                 "choose another out folder") from None
-        try: same = os.fstat(fd).st_ino == os.stat(path).st_ino
-        except FileNotFoundError: same = False
-        if same: break
-        os.close(fd)                          # a holder that just ended removed the file we opened: lock the new one
-    os.ftruncate(fd, 0); os.write(fd, f"{os.getpid()}\n".encode())
-    return fd
-
-@contextlib.contextmanager
-def lock_run_folder(out):
-    """Hold the run folder `out` (a `Path` or str; created if missing) for the block, so that one process at a time
-    runs in it: an exclusive `fcntl.flock` on `out/run.lock`, a file holding the holder's PID.
-
-    `RunLockedError` (a `ValueError`) at once, naming the folder, the lock file and the holding PID, when another
-    process holds it (another `megrag-kit run` with the same `--out`; a lock taken twice in one process is refused
-    too). The lock dies with its process: a killed run leaves at most a stale `run.lock`, which does not block the
-    next one. The file is removed when the block ends. A folder that cannot be written (read-only) is not locked,
-    and neither is any folder where `fcntl` is missing (Windows)."""
-    out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    try: import fcntl  # noqa: F401
-    except ImportError: yield out; return
-    path = out / LOCK_FILE
-    fd = _acquire(path, out)
-    try: yield out
-    finally:
-        if fd is not None:
-            with contextlib.suppress(OSError): os.unlink(path)      # while still held: no other process locks it
-            os.close(fd)
 
 # %% ../nbs/90_runner.ipynb #520c5dc7
 def index_stage(method: Method, show_progress: bool = True) -> dict | None:

@@ -174,3 +174,28 @@ def test_from_runs_keeps_a_parameter_that_to_dict_leaves_out_at_its_default(tmp_
                                                 params={"policy": "single", "shots": 0, "passage_chars": 300, "sentence_chars": 160})))
     text = from_runs([d], about="caps")
     assert "passage_chars = 300\nsentence_chars = 160" in text and "no longer has" not in text, text
+
+
+def test_a_killed_driver_ends_its_running_step(tmp_path):
+    "SIGTERM to `experiment run` while a `before` step runs: the step is terminated too, not left orphaned."
+    import os, signal, subprocess, time
+    pid_file = tmp_path / "step.pid"
+    step = ('\n[[steps]]\nstage = "before"\ncreates = "ROOT/never"\ncommand = ["python", "-c", '
+            '"import os, time; open(\'ROOT/step.pid\', \'w\').write(str(os.getpid())); time.sleep(120)"]\n')
+    f = write(tmp_path, FILE + step)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}                  # py:fakes:ScriptedPolicy
+    driver = subprocess.Popen([sys.executable, "-m", "megrag_kit.cli", "experiment", "run", str(f)], cwd=tmp_path,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not (pid_file.exists() and pid_file.read_text()) and time.time() < deadline: time.sleep(0.2)
+    assert pid_file.exists(), "the step never started"
+    step_pid = int(pid_file.read_text())
+    driver.send_signal(signal.SIGTERM)
+    assert driver.wait(timeout=60) == 128 + signal.SIGTERM
+    def alive(pid):
+        try: os.kill(pid, 0)
+        except ProcessLookupError: return False
+        return True
+    deadline = time.time() + 30
+    while alive(step_pid) and time.time() < deadline: time.sleep(0.2)
+    assert not alive(step_pid), f"step {step_pid} outlived its driver"
