@@ -505,7 +505,7 @@ def test_committed_students_keep_their_run_key():
     "Options added after a student was trained leave its key unchanged when unset, so its checkpoint still resumes."
     from megrag_kit.distill_train import TrainConfig, _key_hyperparameters
     seen = 0
-    for f in sorted((ROOT / "runs/distill").glob("student-v[3-9]*/manifest.json")):
+    for f in sorted((ROOT / "runs/distill").glob("student-v[3-7]*/manifest.json")):     # before select_weight
         hp = {k: v for k, v in json.loads(f.read_text())["hyperparameters"].items() if k not in ("steps", "save_every")}
         assert _key_hyperparameters(TrainConfig(**hp)) == hp, f
         seen += 1
