@@ -277,8 +277,7 @@ def _start_manifest(method: Method, dataset: Dataset, out: Path, qs: list[Questi
     """Write `out/run.json` for this start of a run of `method` on the questions `qs` of `dataset` and return it: the
     method (and `method_spec`, `py:module:Name`, for a class from outside the package: `_method_spec`), its version
     (`method_version`: `Method.VERSION`), its config,
-    the dataset and its hashes, the models, the seed, what the resources record (`Resources.manifest`: device, store
-    options, LLM options, precision) and the fields of `manifest` over them (an API key replaced by a note),
+    the dataset and its hashes, the models, the seed and the fields of `manifest` (an API key replaced by a note),
     this start appended to `invocations` (with `write=False`, for a run that is already complete, nothing is
     written: reading a committed run leaves its files as they are). A folder's earlier run must be the same
     (`_resumed_manifest`)."""
@@ -288,8 +287,7 @@ def _start_manifest(method: Method, dataset: Dataset, out: Path, qs: list[Questi
     mf = dict(method=method.name, method_version=getattr(type(method), "VERSION", 1), run_name=method.run_name(),
               params=method.config.to_dict(), dataset=dataset.name,
               llm=res.llm_spec, embedder=res.embedder_spec, seed=seed, inputs=dataset_hashes(dataset),
-              **_method_spec(type(method)))
-    mf = {**mf, **(res.manifest() if hasattr(res, "manifest") else {}), **(manifest or {})}   # the caller's last
+              **_method_spec(type(method)), **(manifest or {}))
     if isinstance(mf.get("llm_options"), dict) and "api_key" in mf["llm_options"]:
         mf["llm_options"] = {**mf["llm_options"], "api_key": "(set, not recorded)"}     # a secret never goes on disk
     f = out / "run.json"
