@@ -4,7 +4,7 @@
 
 # %% ../nbs/02_models.ipynb #5cc761ae
 from __future__ import annotations
-import hashlib, json, re
+import hashlib, json, os, re, shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
@@ -12,7 +12,8 @@ from .core import cache_dir, check_device, py_attr, resolve_precision
 
 # %% auto #0
 __all__ = ['GGUF_LORA_TENSORS', 'check_model_spec', 'load_llm', 'with_precision', 'spec_precision', 'load_embedder',
-           'build_model', 'ModelOptions', 'adapter_hash', 'rope_permute', 'lora_to_gguf', 'load_student']
+           'build_model', 'ModelOptions', 'adapter_hash', 'rope_permute', 'lora_to_gguf', 'merged_student',
+           'load_student']
 
 # %% ../nbs/02_models.ipynb #71e1f6d2
 # the call records and the cache, the ChatModel interface, its backends, the embedders and the spec grammar live
@@ -25,6 +26,8 @@ from .models_embed import *
 from .models_spec import *
 from .models_llamacpp import *
 from .models_llamacpp import _llamacpp_target, _load_llamacpp
+from .models_ct2 import *
+from .models_ct2 import _load_ct2
 
 # %% ../nbs/02_models.ipynb #0fab48e2
 def check_model_spec(spec: str, kind: str = "llm", later_adapters: frozenset = frozenset()) -> str:
@@ -41,6 +44,7 @@ def check_model_spec(spec: str, kind: str = "llm", later_adapters: frozenset = f
             raise ValueError(f"LLM spec {spec!r}: adapter folder {p.path!r} does not exist")
         check_model_spec(p.base.spec, kind)
     elif p.form == "llamacpp": _llamacpp_target(spec)
+    elif p.form == "ct2": check_model_spec(p.base.spec, kind)
     elif p.form in ("hf", "st", "path") and not Path(p.path).is_dir():
         raise ValueError(f"unknown {kind} spec {spec!r}: no such model folder; use one of {spec_forms(kind, ', ')}")
     return spec
@@ -61,13 +65,22 @@ def load_llm(spec: str = "smollm2-135m", device: str = "auto", **kw) -> ChatMode
     if p.form == "openai": return OpenAIChatModel(p.url, p.name, **kw)  # device: the server's business
     if p.form == "lora": return load_student(spec, device, **kw)       # its id includes the adapter hash
     if p.form == "llamacpp": return _load_llamacpp(spec, device, **kw)
+    if p.form == "ct2":
+        folder, name = _hf_folder(p.base)
+        return _load_ct2(folder, name, device, **kw)
     if "dtype" not in kw:                   # float32 unless the spec names a precision, on every device
         import torch
         kw["dtype"] = getattr(torch, p.dtype or "float32")
     if p.dtype: p = p.base
-    if p.form == "named": return HFChatModel(smollm2_path(), device, model_id="smollm2-135m-instruct-q4_1", **kw)
-    if not Path(p.path).is_dir(): raise ValueError(f"unknown LLM spec {spec!r}: use one of {spec_forms('llm', ', ')}")
-    return HFChatModel(p.path, device, **kw)
+    folder, name = _hf_folder(p)
+    return HFChatModel(folder, device, model_id=name, **kw)
+
+def _hf_folder(p: ModelSpec) -> tuple[Path, str | None]:
+    """`(folder, model name)` of a parsed local transformers LLM spec: the shipped SmolLM2's copy (converted once) and
+    its name, or the folder a path names and `None` (the backend names it). `ValueError` when the folder is missing."""
+    if p.form == "named": return smollm2_path(), "smollm2-135m-instruct-q4_1"
+    if not Path(p.path).is_dir(): raise ValueError(f"unknown LLM spec {p.spec!r}: use one of {spec_forms('llm', ', ')}")
+    return Path(p.path), None
 
 
 # %% ../nbs/02_models.ipynb #671ca1ce
@@ -245,13 +258,34 @@ def lora_to_gguf(adapter, base_gguf, out) -> Path:
     tmp.replace(out)
     return out
 
+# %% ../nbs/02_models.ipynb #52618575
+def merged_student(base_spec: str, adapter) -> Path:
+    """The transformers folder of the model `base_spec` (a local transformers LLM spec: `smollm2-135m`, `hf:/path`) with
+    the LoRA adapter in the folder `adapter` merged into its weights (`peft`'s `merge_and_unload`), saved once into
+    `cache_dir('models')/merged/<16 hex of adapter_hash>-<12 hex of the base's model id>` and renamed into place when
+    complete. `FileNotFoundError` for a folder without an adapter; `ValueError` for an unknown base."""
+    base = load_llm(base_spec, "cpu", cache=False)
+    dest = cache_dir("models") / "merged" / f"{adapter_hash(adapter)[:16]}-{base.model_id.rpartition('@')[2]}"
+    if (dest / "config.json").exists(): return dest
+    import warnings
+    from peft import PeftModel
+    with warnings.catch_warnings():     # peft reads transformers' deprecated is_gradient_checkpointing: not ours
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
+        merged = PeftModel.from_pretrained(base.model, adapter).merge_and_unload().eval()
+    tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
+    merged.save_pretrained(tmp); base.tok.save_pretrained(tmp)
+    if dest.exists(): shutil.rmtree(dest)
+    tmp.rename(dest)
+    return dest
+
 # %% ../nbs/02_models.ipynb #b08b8f72
 def load_student(spec: str, device: str = "auto", **kw) -> ChatModel:
     """A `BASE+lora:PATH` spec as a `ChatModel`: `BASE` loaded by `load_llm` with the LoRA adapter in `PATH` on top,
     `model_id = '<base id>+lora@<adapter hash[:12]>'`, and `openie_llm` the untouched base model (for the triple
     view). A transformers base (`smollm2-135m`, `hf:/path`) gets the adapter merged into its weights (`peft`); a
     llama.cpp base (`smollm2-135m@llamacpp`, `/path/model.gguf@llamacpp`) gets it as a llama.cpp adapter, converted
-    once by `lora_to_gguf` and kept in the cache folder. `ValueError` for a spec without `+lora:` or an adapter
+    once by `lora_to_gguf` and kept in the cache folder; a CTranslate2 base (`smollm2-135m@ct2`) the merged model,
+    saved once (`merged_student`) and converted (`ct2_convert`). `ValueError` for a spec without `+lora:` or an adapter
     llama.cpp cannot take; `FileNotFoundError` for a folder without an adapter."""
     p = parse_model_spec(spec, "llm")
     if p.form != "lora": raise ValueError(f"expected BASE+lora:PATH, got {spec!r}")
@@ -263,6 +297,7 @@ def load_student(spec: str, device: str = "auto", **kw) -> ChatModel:
         lora = cache_dir("adapters") / f"{h[:16]}-{file_sha256(gguf_base)[:12]}.gguf"
         if not lora.exists(): lora_to_gguf(path, gguf_base, lora)
         m = LlamaCppChatModel(gguf_base, device, name=name, lora=lora, **kw)
+    elif p.base.form == "ct2": m = _load_ct2(merged_student(p.base.base.spec, path), None, device, **kw)
     else:
         m = load_llm(base_spec, device, **kw)
         import warnings

@@ -10,8 +10,8 @@ from .core import py_parts
 from .models_http import RESPONSE_FORMATS, TOKEN_FIELDS
 
 # %% auto #0
-__all__ = ['MODEL_SPECS', 'NAMED_MODELS', 'LLAMACPP_SUFFIX', 'EMBEDDER_DTYPES', 'LLM_OPTIONS', 'spec_forms', 'spec_table',
-           'ModelSpec', 'parse_model_spec', 'check_llm_options']
+__all__ = ['MODEL_SPECS', 'NAMED_MODELS', 'LLAMACPP_SUFFIX', 'CT2_SUFFIX', 'CT2_COMPUTE_TYPES', 'EMBEDDER_DTYPES', 'LLM_OPTIONS',
+           'spec_forms', 'spec_table', 'ModelSpec', 'parse_model_spec', 'check_llm_options']
 
 # %% ../nbs/02f_models_spec.ipynb #638fcfca
 MODEL_SPECS = (  # (form, kinds it names, where it is accepted, what it loads): the one description of the spec grammar
@@ -27,6 +27,9 @@ MODEL_SPECS = (  # (form, kinds it names, where it is accepted, what it loads): 
     ("BASE+lora:PATH", ("llm",), "everywhere",
      "a distilled student: the LLM spec BASE with the LoRA adapter in PATH (merged in; for a llama.cpp BASE such "
      "as `smollm2-135m@llamacpp`, applied at run time) (`load_student`)"),
+    ("SPEC@ct2", ("llm",), "everywhere",
+     "a local transformers LLM spec above (`smollm2-135m`, `hf:/path`; a student `SPEC@ct2+lora:PATH`) converted once "
+     "to CTranslate2 and decoded by its kernels: the reference's greedy outputs, several times faster (`CT2ChatModel`)"),
     ("SPEC@bf16", ("llm", "embedder"), "everywhere",
      "a local transformers LLM or embedder spec above (`smollm2-135m`, `hf:/path`, `minilm`, `st:/path`; a student's "
      "BASE) with bfloat16 weights and activations (`@fp32`, `@fp16`: float32, float16; no suffix: float32)"),
@@ -52,16 +55,19 @@ def spec_table() -> str:
 NAMED_MODELS = {"llm": {"smollm2-135m": "smollm2-135m", "smollm2": "smollm2-135m"},    # spec: its canonical name
                 "embedder": {"minilm": "minilm", "all-minilm-l6-v2": "minilm"}}
 LLAMACPP_SUFFIX = "@llamacpp"                                  # an LLM spec run by llama.cpp
+CT2_SUFFIX = "@ct2"                                            # a local transformers LLM spec decoded by CTranslate2
+CT2_COMPUTE_TYPES = ("float32", "int8_float32", "int8", "int16")  # its CPU compute types; float32 is the reference
 EMBEDDER_DTYPES = {"@bf16": "bfloat16", "@fp16": "float16", "@fp32": "float32"}   # a local spec's precision suffixes
 
 @dataclass(frozen=True)
 class ModelSpec:
     """A model spec string as `parse_model_spec` reads it: `spec` (as written), `kind` (`llm` | `embedder`), `form`
     (the `MODEL_SPECS` row it matches: `named`, `hf`, `st`, `path` (a bare folder or file), `openai`, `llamacpp`,
-    `lora` or `py`), `backend` (what runs it: `hf`, `st`, `openai`, `llamacpp` or `py`; a student: its base's), and
+    `ct2`, `lora` or `py`), `backend` (what runs it: `hf`, `st`, `openai`, `llamacpp`, `ct2` or `py`; a student: its
+    base's), and
     its parts: `name` (a named model's canonical name, a server's model, a `py:` spec's `Name`), `path` (a model
     folder or GGUF file; a student's adapter folder), `url` (a server's), `module` (a `py:` spec's), `base` (the
-    `ModelSpec` under `@llamacpp`, `+lora:` or a precision suffix) and `dtype` (`@bf16` -> `bfloat16`, `@fp16`)."""
+    `ModelSpec` under `@llamacpp`, `@ct2`, `+lora:` or a precision suffix) and `dtype` (`@bf16` -> `bfloat16`, `@fp16`)."""
     spec: str
     kind: str
     form: str
@@ -77,7 +83,7 @@ class ModelSpec:
 # %% ../nbs/02f_models_spec.ipynb #5e7c1d20
 def parse_model_spec(spec: str, kind: str = "llm") -> ModelSpec:
     """`spec` read as an LLM (`kind='llm'`) or embedder (`kind='embedder'`) spec in the grammar of `MODEL_SPECS`, the
-    one reader of model strings: `py:module:Name`, `openai:URL#MODEL`, `BASE+lora:PATH` and `SPEC@llamacpp` (LLMs),
+    one reader of model strings: `py:module:Name`, `openai:URL#MODEL`, `BASE+lora:PATH`, `SPEC@llamacpp` and `SPEC@ct2` (LLMs),
     `SPEC@bf16` / `@fp16` / `@fp32` (local models), the named offline models (`NAMED_MODELS`), `hf:/path` (and
     `st:/path` for an embedder) or a bare path. Nothing is loaded and no folder is looked at (`check_model_spec` does
     that).
@@ -102,6 +108,12 @@ def parse_model_spec(spec: str, kind: str = "llm") -> ModelSpec:
     if kind == "llm" and spec.endswith(LLAMACPP_SUFFIX):
         b = parse_model_spec(spec[:-len(LLAMACPP_SUFFIX)], kind)
         return ModelSpec(spec, kind, "llamacpp", "llamacpp", name=b.name, path=b.path, base=b)
+    if kind == "llm" and spec.endswith(CT2_SUFFIX):
+        b = parse_model_spec(spec[:-len(CT2_SUFFIX)], kind)
+        if b.backend != "hf" or b.dtype:
+            raise ValueError(f"LLM spec {spec!r}: {CT2_SUFFIX} applies to a local transformers LLM without a precision "
+                             f"suffix (smollm2-135m, hf:/path; the precision is the compute_type option), not to {b.spec!r}")
+        return ModelSpec(spec, kind, "ct2", "ct2", name=b.name, path=b.path, base=b)
     for suffix, dtype in EMBEDDER_DTYPES.items():
         if spec.endswith(suffix):
             b = parse_model_spec(spec[:-len(suffix)], kind)
@@ -118,7 +130,7 @@ def parse_model_spec(spec: str, kind: str = "llm") -> ModelSpec:
 
 # %% ../nbs/02f_models_spec.ipynb #e71b2205
 LLM_OPTIONS = {  # name: (type, backends it applies to, check, help)
-    "think_tokens": (int, ("hf", "openai", "llamacpp"), lambda v: v >= 0,
+    "think_tokens": (int, ("hf", "openai", "llamacpp", "ct2"), lambda v: v >= 0,
                      "extra completion tokens for a model that thinks before answering (>= 0)"),
     "extra_body": (dict, ("openai",), lambda v: True,
                    "a JSON object merged into every request, e.g. "
@@ -135,8 +147,11 @@ LLM_OPTIONS = {  # name: (type, backends it applies to, check, help)
                         "plus local checks and repair, for a server that refuses json_schema)"),
     "max_tokens_field": (str, ("openai",), lambda v: v in TOKEN_FIELDS,
                          "max_tokens (default) | max_completion_tokens: the completion-length field the server takes"),
-    "n_threads": (int, ("llamacpp",), lambda v: v >= 1,
-                  "CPU threads of llama.cpp (>= 1; default torch's thread count)"),
+    "n_threads": (int, ("llamacpp", "ct2"), lambda v: v >= 1,
+                  "CPU threads of llama.cpp or CTranslate2 (>= 1; default torch's thread count)"),
+    "compute_type": (str, ("ct2",), lambda v: v in CT2_COMPUTE_TYPES,
+                     f"CTranslate2's compute type: {' | '.join(CT2_COMPUTE_TYPES)} (float32, the default, decodes as the "
+                     "float32 reference; the others are quantized)"),
     "n_ctx": (int, ("llamacpp",), lambda v: v >= 16,
               "llama.cpp context length in tokens, prompt plus completion (>= 16)"),
 }

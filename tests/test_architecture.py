@@ -19,7 +19,7 @@ LAYERS = {
     "method": {"baselines", "megrag", "ircot", "iter_retgen", "evireform", "cara"},      # each registers its methods
     # a foundation, method or tool module's pieces, split off it along its seams (see PARTS): they register nothing
     "part": {"models_cache", "models_chat", "models_hf", "models_http", "models_embed", "models_spec", "models_llamacpp",
-             "index_views", "index_openie", "megrag_graph", "megrag_policy", "megrag_summary", "evireform_propositions",
+             "models_ct2", "index_views", "index_openie", "megrag_graph", "megrag_policy", "megrag_summary", "evireform_propositions",
              "evireform_signals", "evireform_policy", "evireform_summary", "cara_causal", "cara_agents",
              "distill_teachers", "distill_collect", "distill_train", "distill_hops"},
     "tool": {"distill"},                  # built on one named method (see DECLARED), used by the CLI
@@ -31,7 +31,7 @@ MAY_IMPORT = {"foundation": {"foundation"}, "method": {"foundation"}, "part": {"
 # Each split module's parts, in their order: the module imports (and re-exports) them, a part imports only the
 # parts before it, and nothing else imports a part (a caller imports the split module's names).
 PARTS = {"models": ("models_cache", "models_chat", "models_hf", "models_http", "models_embed", "models_spec",
-                    "models_llamacpp"),
+                    "models_llamacpp", "models_ct2"),
          "index": ("index_views", "index_openie"),
          "megrag": ("megrag_graph", "megrag_policy", "megrag_summary"),
          "evireform": ("evireform_propositions", "evireform_signals", "evireform_policy", "evireform_summary"),
@@ -44,13 +44,14 @@ DECLARED = {
        for m, ps in PARTS.items() for p in ps},
     ("models_chat", "models_cache"): "the interface returns Generations, books their Cost and reads the call cache",
     **{(p, q): "a backend implements the ChatModel interface, returns Generations and is named by its content"
-       for p in ("models_hf", "models_http", "models_llamacpp") for q in ("models_cache", "models_chat")},
+       for p in ("models_hf", "models_http", "models_llamacpp", "models_ct2") for q in ("models_cache", "models_chat")},
     ("models_embed", "models_cache"): "a local embedder is named by its content (model_identity)",
     ("models_embed", "models_chat"): "a served embedder fails with ModelCallError",
     ("models_embed", "models_http"): "a served embedder goes through the HTTP client of the served LLMs",
     ("models_spec", "models_http"): "the LLM options name the HTTP backend's response formats and token fields",
     ("models_llamacpp", "models_hf"): "`smollm2-135m@llamacpp` is the GGUF file the transformers default ships",
     ("models_llamacpp", "models_spec"): "a `...@llamacpp` spec is read by the one spec parser",
+    ("models_ct2", "models_spec"): "CTranslate2's compute types are an LLM option of the spec grammar",
     ("index_openie", "index_views"): "the parser's triple view (ParsedView) is an ExtractedView filled by a parser",
     ("megrag_policy", "megrag_graph"): "the policies read the graph, its nodes and the candidates",
     ("megrag_summary", "megrag_graph"): "the run summary counts the evidence compositions",

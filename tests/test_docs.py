@@ -261,7 +261,7 @@ def test_the_site_in_a_headless_browser(site):
 FOUNDATION = {"00_core": "core", "00a_jsonl": "jsonl", "01_data": "data", "02_models": "models",
               "02a_models_cache": "models_cache", "02b_models_chat": "models_chat", "02c_models_hf": "models_hf",
               "02d_models_http": "models_http", "02e_models_embed": "models_embed", "02f_models_spec": "models_spec",
-              "02g_models_llamacpp": "models_llamacpp", "03_retrievers": "retrievers",
+              "02g_models_llamacpp": "models_llamacpp", "02h_models_ct2": "models_ct2", "03_retrievers": "retrievers",
               "04_index": "index", "04a_index_views": "index_views", "04b_index_openie": "index_openie",
               "05_metrics": "metrics", "06_reader": "reader", "07_method": "method", "08_baselines": "baselines",
               "90_runner": "runner", "91_report": "report", "92_viz": "viz"}

@@ -326,6 +326,49 @@ def test_llamacpp_backend_prompt_schema_and_cache(smollm, tmp_path):
     assert node.finish_reason == "stop" and set(parse_structured(node.text, node_schema())) >= {"intermediate_answer", "stop", "answer"}
 
 
+def test_ct2_specs_and_options_are_checked_before_loading():
+    assert check_model_spec("smollm2-135m@ct2") == "smollm2-135m@ct2"
+    with pytest.raises(ValueError, match="no such model folder"): check_model_spec("/no/such/folder@ct2")
+    with pytest.raises(ValueError, match="without a precision suffix"): check_model_spec("smollm2-135m@bf16@ct2")
+    with pytest.raises(ValueError, match="applies to a local transformers LLM"): check_model_spec("smollm2-135m@llamacpp@ct2")
+    assert check_llm_options("smollm2-135m@ct2", {"compute_type": "int8", "n_threads": "2"}) == {"compute_type": "int8", "n_threads": 2}
+    with pytest.raises(ValueError, match="compute type"): check_llm_options("smollm2-135m@ct2", {"compute_type": "int4"})
+    with pytest.raises(ValueError, match="applies to ct2"): check_llm_options("smollm2-135m", {"compute_type": "int8"})
+    with pytest.raises(ValueError, match="applies to llamacpp"): check_llm_options("smollm2-135m@ct2", {"n_ctx": 2048})
+
+
+@pytest.mark.slow
+def test_ct2_backend_decodes_as_the_reference(smollm, tmp_path):
+    "smollm2-135m@ct2 (float32): the reference model's greedy tokens, free and under a JSON schema (masked greedy); its own id."
+    ct = load_llm("smollm2-135m@ct2", "cpu", cache=LLMCache(tmp_path))
+    assert ct.model_id.startswith("smollm2-135m-instruct-q4_1@") and ct.model_id != smollm.model_id
+    passage = load_dataset("demo").corpus[7].content
+    prompts = [openie_prompt(passage), [{"role": "user", "content": "What is the capital of France? Answer briefly."}],
+               [{"role": "user", "content": "Name three rivers of Europe."}]]
+    assert ct.render(prompts[0]) == smollm.render(prompts[0])
+    ref = load_llm("smollm2-135m", "cpu", cache=False, batch_size=1)
+    want = [g.text for g in ref.generate(prompts, max_new_tokens=64)]
+    free = ct.generate(prompts, max_new_tokens=64)
+    assert [g.text for g in free] == want and all(g.completion_tokens > 0 for g in free)
+    # under a JSON schema: the masked greedy sequence, computed here with the reference model one full forward pass
+    # per token (the kit's rendered prompt; the best token the schema's automaton allows at every step)
+    import torch
+    from outlines_core import Guide
+    from megrag_kit.megrag import node_schema
+    msgs, schema = [{"role": "user", "content": "Who directed Titanic? Reply in JSON."}], node_schema()
+    ids, guide, masked = ct.tok(ct.render(msgs), add_special_tokens=False)["input_ids"], Guide(ct._schema_index(schema)), []
+    while len(masked) < 40:
+        allowed = np.asarray(guide.get_tokens())
+        with torch.inference_mode(): logits = ref.model(torch.tensor([ids + masked])).logits[0, -1].numpy()
+        t = int(allowed[np.argmax(logits[allowed])])
+        if t == ct.tok.eos_token_id: break
+        masked.append(t); guide.advance(t)
+    got = ct.generate([msgs], max_new_tokens=40, json_schema=schema)[0]
+    assert got.text == ct.tok.decode(masked, skip_special_tokens=True) and got.completion_tokens == len(masked) > 10
+    again = ct.generate(prompts[1:2], max_new_tokens=64)[0]                 # the call cache keys by its model_id
+    assert (again.cached, again.text) == (True, want[1])
+
+
 @pytest.mark.slow
 def test_bf16_embedder_vectors_are_close_to_fp32(minilm):
     e16 = load_embedder("minilm@bf16", "cpu")

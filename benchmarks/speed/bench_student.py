@@ -1,6 +1,7 @@
 """Seconds per student call, and what the student says, under each backend: the distilled MEGRAG student
 (`smollm2-135m+lora:PATH`) under transformers in fp32 and bf16, and under llama.cpp with the adapter applied at run
-time (`smollm2-135m@llamacpp+lora:PATH`, the optional extra `megrag_kit[llamacpp]`).
+time (`smollm2-135m@llamacpp+lora:PATH`, the optional extra `megrag_kit[llamacpp]`), and under CTranslate2 with the
+adapter merged (`smollm2-135m@ct2+lora:PATH`, float32 and int8 weights).
 
     OMP_NUM_THREADS=2 python benchmarks/speed/bench_student.py [--student runs/distill/student-v2] [--examples 8] \
         [--out benchmarks/results/student-inference.md]
@@ -32,7 +33,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--student", default="runs/distill/student-v2"); ap.add_argument("--examples", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=320); ap.add_argument("--out", default=None)
-    ap.add_argument("--backends", default="hf,hf-bf16,llamacpp")
+    ap.add_argument("--backends", default="hf,hf-bf16,llamacpp,ct2,ct2-int8")
     a = ap.parse_args()
     lines = []
     def say(s=""): print(s, flush=True); lines.append(s)
@@ -44,7 +45,9 @@ def main():
         f"{os.getloadavg()[0]:.2f}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n")
     specs = {"hf": (f"smollm2-135m+lora:{a.student}", {}), "hf-bf16": (f"smollm2-135m+lora:{a.student}",
                                                                      {"dtype": torch.bfloat16}),
-             "llamacpp": (f"smollm2-135m@llamacpp+lora:{a.student}", {})}
+             "llamacpp": (f"smollm2-135m@llamacpp+lora:{a.student}", {}),
+             "ct2": (f"smollm2-135m@ct2+lora:{a.student}", {}),
+             "ct2-int8": (f"smollm2-135m@ct2+lora:{a.student}", {"compute_type": "int8_float32"})}
     say("| backend | model id | s/call mean | s/call median | completion tok/s | parsed % | level, stop and "
         "intermediate answer as the teacher % | output = transformers fp32's % |")
     say("|---|---|---|---|---|---|---|---|")
