@@ -172,6 +172,7 @@ def _generate_json(self: CT2ChatModel, prompt: list[int], schema, max_new_tokens
                       latency_s=time.perf_counter() - t0, batch_n=1,
                       finish_reason="stop" if state["end"] else "length")
 
+# %% ../nbs/02h_models_ct2.ipynb #bdd7e2f9
 @patch
 def _static(self: CT2ChatModel, tokens: list[str]) -> list[str]:
     """`tokens`, to be passed as a static prompt, whose state CTranslate2 keeps until the model is reloaded (about

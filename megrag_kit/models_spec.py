@@ -29,7 +29,7 @@ MODEL_SPECS = (  # (form, kinds it names, where it is accepted, what it loads): 
      "as `smollm2-135m@llamacpp`, applied at run time) (`load_student`)"),
     ("SPEC@ct2", ("llm",), "everywhere",
      "a local transformers LLM spec above (`smollm2-135m`, `hf:/path`; a student `SPEC@ct2+lora:PATH`) converted once "
-     "to CTranslate2 and decoded by its kernels: the reference's greedy outputs, several times faster (`CT2ChatModel`)"),
+     "to CTranslate2 and decoded by its kernels, with the reference's greedy outputs (`CT2ChatModel`)"),
     ("SPEC@bf16", ("llm", "embedder"), "everywhere",
      "a local transformers LLM or embedder spec above (`smollm2-135m`, `hf:/path`, `minilm`, `st:/path`; a student's "
      "BASE) with bfloat16 weights and activations (`@fp32`, `@fp16`: float32, float16; no suffix: float32)"),
@@ -67,7 +67,8 @@ class ModelSpec:
     base's), and
     its parts: `name` (a named model's canonical name, a server's model, a `py:` spec's `Name`), `path` (a model
     folder or GGUF file; a student's adapter folder), `url` (a server's), `module` (a `py:` spec's), `base` (the
-    `ModelSpec` under `@llamacpp`, `@ct2`, `+lora:` or a precision suffix) and `dtype` (`@bf16` -> `bfloat16`, `@fp16`)."""
+    `ModelSpec` under `@llamacpp`, `@ct2`, `+lora:` or a precision suffix) and `dtype` (`@bf16` -> `bfloat16`,
+    `@fp16`)."""
     spec: str
     kind: str
     form: str
@@ -83,7 +84,8 @@ class ModelSpec:
 # %% ../nbs/02f_models_spec.ipynb #5e7c1d20
 def parse_model_spec(spec: str, kind: str = "llm") -> ModelSpec:
     """`spec` read as an LLM (`kind='llm'`) or embedder (`kind='embedder'`) spec in the grammar of `MODEL_SPECS`, the
-    one reader of model strings: `py:module:Name`, `openai:URL#MODEL`, `BASE+lora:PATH`, `SPEC@llamacpp` and `SPEC@ct2` (LLMs),
+    one reader of model strings: `py:module:Name`, `openai:URL#MODEL`, `BASE+lora:PATH`, `SPEC@llamacpp` and
+    `SPEC@ct2` (LLMs),
     `SPEC@bf16` / `@fp16` / `@fp32` (local models), the named offline models (`NAMED_MODELS`), `hf:/path` (and
     `st:/path` for an embedder) or a bare path. Nothing is loaded and no folder is looked at (`check_model_spec` does
     that).
@@ -111,8 +113,9 @@ def parse_model_spec(spec: str, kind: str = "llm") -> ModelSpec:
     if kind == "llm" and spec.endswith(CT2_SUFFIX):
         b = parse_model_spec(spec[:-len(CT2_SUFFIX)], kind)
         if b.backend != "hf" or b.dtype:
-            raise ValueError(f"LLM spec {spec!r}: {CT2_SUFFIX} applies to a local transformers LLM without a precision "
-                             f"suffix (smollm2-135m, hf:/path; the precision is the compute_type option), not to {b.spec!r}")
+            raise ValueError(f"LLM spec {spec!r}: {CT2_SUFFIX} applies to a local transformers LLM without a "
+                             "precision suffix (smollm2-135m, hf:/path; the precision is the compute_type option), "
+                             f"not to {b.spec!r}")
         return ModelSpec(spec, kind, "ct2", "ct2", name=b.name, path=b.path, base=b)
     for suffix, dtype in EMBEDDER_DTYPES.items():
         if spec.endswith(suffix):
@@ -150,8 +153,8 @@ LLM_OPTIONS = {  # name: (type, backends it applies to, check, help)
     "n_threads": (int, ("llamacpp", "ct2"), lambda v: v >= 1,
                   "CPU threads of llama.cpp or CTranslate2 (>= 1; default torch's thread count)"),
     "compute_type": (str, ("ct2",), lambda v: v in CT2_COMPUTE_TYPES,
-                     f"CTranslate2's compute type: {' | '.join(CT2_COMPUTE_TYPES)} (float32, the default, decodes as the "
-                     "float32 reference; the others are quantized)"),
+                     f"CTranslate2's compute type: {' | '.join(CT2_COMPUTE_TYPES)} (float32, the default, decodes "
+                     "as the float32 reference; the others are quantized)"),
     "n_ctx": (int, ("llamacpp",), lambda v: v >= 16,
               "llama.cpp context length in tokens, prompt plus completion (>= 16)"),
 }
