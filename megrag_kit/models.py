@@ -262,11 +262,15 @@ def lora_to_gguf(adapter, base_gguf, out) -> Path:
 def merged_student(base_spec: str, adapter) -> Path:
     """The transformers folder of the model `base_spec` (a local transformers LLM spec: `smollm2-135m`, `hf:/path`) with
     the LoRA adapter in the folder `adapter` merged into its weights (`peft`'s `merge_and_unload`), saved once into
-    `cache_dir('models')/merged/<16 hex of adapter_hash>-<12 hex of the base's model id>` and renamed into place when
-    complete. `FileNotFoundError` for a folder without an adapter; `ValueError` for an unknown base."""
-    base = load_llm(base_spec, "cpu", cache=False)
-    dest = cache_dir("models") / "merged" / f"{adapter_hash(adapter)[:16]}-{base.model_id.rpartition('@')[2]}"
+    `cache_dir('models')/merged/<16 hex of adapter_hash>-<12 hex of the base folder's model_identity and precision>`
+    and renamed into place when complete; the base is loaded only to merge. `FileNotFoundError` for a folder without
+    an adapter; `ValueError` for an unknown base."""
+    p = parse_model_spec(base_spec, "llm")
+    folder, _ = _hf_folder(p.base if p.dtype else p)
+    base_id = model_identity(folder.name, folder, dtype=p.dtype or "float32").rpartition("@")[2]
+    dest = cache_dir("models") / "merged" / f"{adapter_hash(adapter)[:16]}-{base_id}"
     if (dest / "config.json").exists(): return dest
+    base = load_llm(base_spec, "cpu", cache=False)
     import warnings
     from peft import PeftModel
     with warnings.catch_warnings():     # peft reads transformers' deprecated is_gradient_checkpointing: not ours

@@ -57,6 +57,7 @@ class CT2ChatModel(ChatModel):
         self.n_threads = int(n_threads or torch.get_num_threads())
         if self.n_threads < 1: raise ValueError(f"n_threads must be >= 1, got {self.n_threads}")
         self.tok = AutoTokenizer.from_pretrained(self.path)
+        self._vocab_key = stable_hash({"vocab": self.tok.get_vocab(), "eos": self.tok.eos_token_id})  # schema caches
         self.model_id = model_identity(model_id or f"hf:{self.path.name}", self.path, backend="ctranslate2",
                                        chat_template=self.tok.chat_template, compute_type=compute_type)
         import ctranslate2
@@ -106,8 +107,7 @@ def _schema_index(self: CT2ChatModel, schema):
     compiling takes about 40 s), so only the `SCHEMA_FILES` most recently used are kept."""
     from outlines_core import Index
     from outlines_core.json_schema import build_regex_from_schema
-    key = stable_hash({"schema": json.dumps(schema, sort_keys=True), "vocab": self.tok.get_vocab(),
-                       "eos": self.tok.eos_token_id})[:32]
+    key = stable_hash({"schema": json.dumps(schema, sort_keys=True), "vocab": self._vocab_key})[:32]
     if key in self._indexes: return self._indexes[key]
     f = cache_dir("schemas") / f"{key}.pkl"
     if f.exists(): index = pickle.loads(f.read_bytes()); os.utime(f)     # the newest use: kept longest
