@@ -12,7 +12,7 @@ from .models_cache import Generation, model_identity
 from .models_chat import ChatModel
 
 # %% auto #0
-__all__ = ['SMOLLM2_GGUF', 'smollm2_path', 'HFChatModel']
+__all__ = ['SMOLLM2_GGUF', 'CONSTRAINED_PROMPT', 'smollm2_path', 'HFChatModel']
 
 # %% ../nbs/02c_models_hf.ipynb #c1a1e27b
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -40,14 +40,17 @@ def smollm2_path() -> Path:
     return dest
 
 # %% ../nbs/02c_models_hf.ipynb #01bdce03
+CONSTRAINED_PROMPT = "chat template once"  # until 2026-12: twice (outlines templated the rendered prompt again)
+
 class HFChatModel(ChatModel):
     """A local transformers causal LM with a chat template.
 
     `path`: model folder; `device`: auto|cpu|cuda; `batch_size`: rows per forward pass; `dtype`: torch dtype
     (default bfloat16 on CUDA, float32 on CPU); `cache`: `True` (the default `LLMCache` in `cache_dir('llm')`),
-    `False` (none) or an `LLMCache`. `model_id` is `model_identity(name, path, chat_template=..., dtype=...)` with
-    `name` defaulting to `hf:<folder name>`, so two checkpoints in folders of the same name never share cached
-    calls. Generation is greedy unless `temperature > 0`."""
+    `False` (none) or an `LLMCache`. `model_id` is `model_identity(name, path, chat_template=..., dtype=...,
+    constrained_prompt=...)` with `name` defaulting to `hf:<folder name>`, so two checkpoints in folders of the same
+    name never share cached calls (`constrained_prompt` names how schema-constrained calls see the prompt:
+    `CONSTRAINED_PROMPT`). Generation is greedy unless `temperature > 0`."""
     def __init__(self, path, device: str = "auto", batch_size: int = 8, model_id: str | None = None, cache=True,
                  dtype=None, think_tokens: int = 0):
         super().__init__(cache, think_tokens)
@@ -61,7 +64,8 @@ class HFChatModel(ChatModel):
         if self.tok.pad_token is None: self.tok.pad_token = self.tok.eos_token
         dtype = dtype or (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
         self.model_id = model_identity(model_id or f"hf:{self.path.name}", self.path,
-                                       chat_template=self.tok.chat_template, dtype=str(dtype))
+                                       chat_template=self.tok.chat_template, dtype=str(dtype),
+                                       constrained_prompt=CONSTRAINED_PROMPT)
         self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=dtype).to(self.device).eval()
         self._outlines = None
 
@@ -74,7 +78,7 @@ class HFChatModel(ChatModel):
 def _generate(self: HFChatModel, messages, max_new_tokens=64, temperature=0.0, stop=None, json_schema=None, seed=None):
     import torch
     texts = [self.render(m) for m in messages]
-    if json_schema is not None: return self._generate_json(texts, json_schema, max_new_tokens, temperature, seed)
+    if json_schema is not None: return self._generate_json(messages, json_schema, max_new_tokens, temperature, seed)
     out = []
     for b in range(0, len(texts), self.batch_size):
         enc = self.tok(texts[b:b + self.batch_size], return_tensors="pt", padding=True,
@@ -94,8 +98,9 @@ def _generate(self: HFChatModel, messages, max_new_tokens=64, temperature=0.0, s
 
 # %% ../nbs/02c_models_hf.ipynb #02fdb5df
 @patch
-def _generate_json(self: HFChatModel, texts, schema, max_new_tokens, temperature=0.0, seed=None):
+def _generate_json(self: HFChatModel, messages, schema, max_new_tokens, temperature=0.0, seed=None):
     import outlines, torch
+    from outlines.inputs import Chat
     from outlines.types import JsonSchema
     if self._outlines is None: self._outlines, self._generators = outlines.from_transformers(self.model, self.tok), {}
     key = json.dumps(schema, sort_keys=True)
@@ -103,14 +108,14 @@ def _generate_json(self: HFChatModel, texts, schema, max_new_tokens, temperature
         if len(self._generators) > 64: self._generators.clear()
         self._generators[key] = outlines.Generator(self._outlines, JsonSchema(json.dumps(schema)))
     gen, out = self._generators[key], []
-    for b in range(0, len(texts), self.batch_size):
-        chunk = texts[b:b + self.batch_size]
+    for b in range(0, len(messages), self.batch_size):
+        chunk = messages[b:b + self.batch_size]
         kw = {}                                     # greedy (the model's generation config)
         if temperature > 0:                         # sampled under the schema, seeded like free decoding
             torch.manual_seed(seed or 0); kw = dict(do_sample=True, temperature=temperature, top_p=1.0)
-        res = gen.batch(chunk, max_new_tokens=max_new_tokens, **kw)
+        res = gen.batch([Chat(m) for m in chunk], max_new_tokens=max_new_tokens, **kw)  # templated once
         for t, r in zip(chunk, res):
             n = len(self.tok(r, add_special_tokens=False)["input_ids"])
-            out.append(Generation(r, len(self.tok(t, add_special_tokens=False)["input_ids"]), n,
+            out.append(Generation(r, len(self.tok(self.render(t), add_special_tokens=False)["input_ids"]), n,
                                   finish_reason="length" if n >= max_new_tokens else "stop"))
     return out

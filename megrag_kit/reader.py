@@ -46,15 +46,15 @@ READER_EXAMPLES = [  # (question, context passages, answer): 2Wiki question temp
       "Trojkrsti\nTrojkrsti is a village in the Municipality of Prilep, North Macedonia."], "no"),
 ]
 
-def reader_prompt(question: str, context: list[str] | None, shots: int | None = None) -> list[dict]:
+def reader_prompt(question: str, context: list[str] | None, shots: int = 0) -> list[dict]:
     """Chat messages for the reader: the system rule, the first `shots` worked examples of `READER_EXAMPLES` as
-    user/assistant turns (all seven when `None`), then the (context +) question. `context=None`: closed book (the
+    user/assistant turns (none by default), then the (context +) question. `context=None`: closed book (the
     examples then show no context either). `ValueError` when `shots` is not in `0..len(READER_EXAMPLES)`."""
-    n = len(READER_EXAMPLES) if shots is None else shots
-    if not 0 <= n <= len(READER_EXAMPLES): raise ValueError(f"shots must be in 0..{len(READER_EXAMPLES)}, got {n}")
+    if not 0 <= shots <= len(READER_EXAMPLES):
+        raise ValueError(f"shots must be in 0..{len(READER_EXAMPLES)}, got {shots}")
     def turn(q, ps): return (f"Context:\n" + "\n\n".join(ps) + "\n\n" if ps is not None else "") + f"Question: {q}"
     msgs = [{"role": "system", "content": READER_SYSTEM}]
-    for q, ps, a in READER_EXAMPLES[:n]:
+    for q, ps, a in READER_EXAMPLES[:shots]:
         msgs += [{"role": "user", "content": turn(q, ps if context is not None else None)},
                  {"role": "assistant", "content": a}]
     return msgs + [{"role": "user", "content": turn(question, context)}]
@@ -248,12 +248,12 @@ class Reader:
     read with `extract_answer` when it still is not. `max_new_tokens` caps each answer; a free answer is cut
     after its answer line (`answer_line`: the first non-blank line of the answer channel, after any reasoning, with
     the next one when it is only a lead-in) and passed through `extract_answer`. `shots`: the worked examples the
-    prompt opens with (`reader_prompt`: the first `shots` of `READER_EXAMPLES`, all when `None`)."""
+    prompt opens with (`reader_prompt`: the first `shots` of `READER_EXAMPLES`; none by default)."""
     def __init__(self, llm: ChatModel, max_new_tokens: int = 24, max_passages: int = 3, best_last: bool = True,
-                 constrain_options: bool = True, shots: int | None = None):
+                 constrain_options: bool = True, shots: int = 0):
         if max_new_tokens < 1 or max_passages < 1:
             raise ValueError(f"max_new_tokens and max_passages must be >= 1, got {max_new_tokens}, {max_passages}")
-        if shots is not None and not 0 <= shots <= len(READER_EXAMPLES):
+        if not 0 <= shots <= len(READER_EXAMPLES):
             raise ValueError(f"shots must be in 0..{len(READER_EXAMPLES)}, got {shots}")
         self.llm, self.max_new_tokens, self.max_passages, self.best_last = llm, max_new_tokens, max_passages, best_last
         self.constrain_options, self.shots = constrain_options, shots

@@ -1,9 +1,12 @@
-"""Run keys of the committed run folders survive a new reader parameter: `reader_shots` at its default (all seven
-worked examples, what every folder made before it read) is left out of `to_dict()`, so those folders resume."""
+"""Run keys of the committed run folders survive the reader's parameter `reader_shots`: it defaults to 0 (no worked
+example) and is left out of `to_dict()` at 7 (all seven, what every folder made before it existed read), so a run
+asked for with `reader_shots=7` has the key of those folders; the experiment files whose committed runs read all seven
+ask for 7, so each still names what its folders hold."""
 import json, subprocess
 from pathlib import Path
 import pytest
 from megrag_kit.core import stable_hash
+from megrag_kit.experiment import load_experiment
 from megrag_kit.method import ConfigError, ReaderOptions, get_method
 
 ROOT = Path(__file__).parent.parent
@@ -17,24 +20,24 @@ def _committed_manifests() -> list[tuple[str, dict]]:
     return [(f, json.loads((ROOT / f).read_text())) for f in sorted(set(out))]
 
 
-def test_default_reader_shots_keeps_the_key_of_the_committed_native_rag_run():
+def test_seven_worked_examples_keep_the_key_of_the_committed_native_rag_run():
     if not NATIVE_V2.exists(): pytest.skip("no committed run folders here")
     params = json.loads(NATIVE_V2.read_text())["params"]
-    cfg = get_method("native_rag").Config()
-    assert cfg.reader_shots == 7 and "reader_shots" not in params
-    assert json.dumps(cfg.to_dict()) == json.dumps(params)                      # byte-identical, in order
-    assert stable_hash(["native_rag", cfg.to_dict()]) == stable_hash(["native_rag", params])
-    two = get_method("native_rag").Config(reader_shots=2).to_dict()
-    assert two["reader_shots"] == 2 and stable_hash(two) != stable_hash(params)
+    assert "reader_shots" not in params
+    seven = get_method("native_rag").Config(reader_shots=7)
+    assert json.dumps(seven.to_dict()) == json.dumps(params)                    # byte-identical, in order
+    assert stable_hash(["native_rag", seven.to_dict()]) == stable_hash(["native_rag", params])
+    default = get_method("native_rag").Config().to_dict()
+    assert default["reader_shots"] == 0 and stable_hash(default) != stable_hash(params)
 
 
-def test_no_committed_run_folder_gains_reader_shots_in_its_key():
+def test_no_committed_run_folder_gains_reader_shots_in_its_key_at_seven():
     seen = 0
     for f, m in _committed_manifests():
         try: cls = get_method(m["method"])
         except KeyError: continue
         if not issubclass(cls.Config, ReaderOptions) or "reader_shots" in m["params"]: continue
-        try: d = cls.Config.from_dict(m["params"]).to_dict()
+        try: d = cls.Config.from_dict({**m["params"], "reader_shots": 7}).to_dict()
         except ConfigError: continue                                   # a parameter the method no longer has
         assert "reader_shots" not in d, f
         seen += 1
@@ -42,7 +45,22 @@ def test_no_committed_run_folder_gains_reader_shots_in_its_key():
     assert seen > 100                                                 # 227 folders of reader methods when written
 
 
+def test_experiment_files_ask_for_what_their_committed_folders_read():
+    "Each run of each experiment file whose folder is committed asks for that folder's reader_shots (absent: 7)."
+    committed = {str(Path(f).parent): m for f, m in _committed_manifests()}
+    if not committed: pytest.skip("no committed run folders here")
+    checked = 0
+    for f in sorted((ROOT / "experiments").glob("*.toml")):
+        for r in load_experiment(f).runs:
+            m = committed.get(str(Path(r["out"]).relative_to(ROOT) if Path(r["out"]).is_absolute() else r["out"]))
+            if m is None or not issubclass(get_method(r["method"]).Config, ReaderOptions): continue
+            want = m["params"].get("reader_shots", 7)
+            assert get_method(r["method"]).Config.from_dict(r["params"]).reader_shots == want, (f.name, r["name"])
+            checked += 1
+    assert checked > 100, checked
+
+
 def test_reader_shots_reaches_the_reader_and_is_bounded():
-    assert ReaderOptions.from_dict({"reader_shots": "0"}).reader(None).shots == 0
-    assert ReaderOptions().reader(None).shots == 7
+    assert ReaderOptions.from_dict({"reader_shots": "2"}).reader(None).shots == 2
+    assert ReaderOptions().reader(None).shots == 0
     with pytest.raises(ConfigError, match="reader_shots must be <= 7, got 8"): ReaderOptions(reader_shots=8)

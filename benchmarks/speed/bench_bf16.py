@@ -53,9 +53,10 @@ def since(t) -> tuple[float, float]:
 
 
 def prompts(ds, n):
-    "Reader prompts of the first `n` questions with their gold passages (at most 3) as context."
+    """Reader prompts of the first `n` questions with their gold passages (at most 3) as context and all seven worked
+    examples (the reader's default when these figures were measured: long prompts, what prefill is about)."""
     by_id = {p.pid: p for p in ds.corpus}
-    return [reader_prompt(q.question, [by_id[i].content for i in q.gold_pids[:3]]) for q in ds.questions[:n]]
+    return [reader_prompt(q.question, [by_id[i].content for i in q.gold_pids[:3]], shots=7) for q in ds.questions[:n]]
 
 
 def step_times(model, x, ctx):
