@@ -219,7 +219,7 @@ class CARA(Method):
         built from the triples already on disk (an eager pass is `megrag-kit index --views triple`)."""
         if self.config.skb: return read_skb(self.config.skb)
         import pickle
-        from megrag_kit.core import stable_hash
+        from megrag_kit.core import replaced, stable_hash
         store = self.res.store
         if self.config.triples and store.openie_backend == "parser":
             store.triple_view.extract(range(len(store.passages)))
@@ -228,8 +228,7 @@ class CARA(Method):
         f = store.root / "kg" / f"corpus-{stable_hash(key)[:16]}.pkl"
         if f.exists(): return pickle.loads(f.read_bytes())
         kg = corpus_kg(store, triples=self.config.triples)
-        f.parent.mkdir(parents=True, exist_ok=True)
-        tmp = f.with_suffix(".tmp"); tmp.write_bytes(pickle.dumps(kg)); tmp.replace(f)
+        with replaced(f) as tmp: tmp.write_bytes(pickle.dumps(kg))
         return kg
 
     @cached_property

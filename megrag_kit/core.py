@@ -4,15 +4,17 @@
 
 # %% ../nbs/00_core.ipynb #21fa18cd
 from __future__ import annotations
-import hashlib, importlib, json, os, random, re, sys, time
+import hashlib, importlib, json, os, random, re, shutil, sys, time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 # %% auto #0
 __all__ = ['DEVICES', 'PRECISIONS', 'THREADS_ENV', 'STOPWORDS', 'UNIT_KINDS', 'Passage', 'Question', 'Dataset', 'DataError',
-           'DataWarning', 'cache_dir', 'OptionError', 'check_choice', 'check_device', 'resolve_device', 'cpu_bf16',
-           'resolve_precision', 'set_seed', 'busy_cores', 'default_threads', 'set_threads', 'thread_settings',
-           'Heartbeat', 'stable_hash', 'content_words', 'unit_id', 'parse_unit_id', 'unit_pid', 'py_parts', 'py_attr']
+           'DataWarning', 'cache_dir', 'replaced', 'OptionError', 'check_choice', 'check_device', 'resolve_device',
+           'cpu_bf16', 'resolve_precision', 'set_seed', 'busy_cores', 'default_threads', 'set_threads',
+           'thread_settings', 'Heartbeat', 'stable_hash', 'content_words', 'unit_id', 'parse_unit_id', 'unit_pid',
+           'py_parts', 'py_attr']
 
 # %% ../nbs/00_core.ipynb #5a3b7bed
 def _not_shadowed(pkg=__package__):
@@ -101,6 +103,23 @@ def cache_dir(*parts: str) -> Path:
     p = root.joinpath(*parts)
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+# %% ../nbs/00_core.ipynb #e87d6174
+@contextmanager
+def replaced(dest):
+    """Write the file or folder `dest` whole or not at all: yields a temporary sibling path (`<name>.tmp<pid>`, so
+    two processes never share one) to write; when the block ends without an error, it takes `dest`'s place (a folder
+    already at `dest` is removed first; a file is replaced atomically), else it is removed and `dest` is as it was.
+    The parent folder is created."""
+    dest = Path(dest); dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
+    try:
+        yield tmp
+        if tmp.is_dir() and dest.is_dir(): shutil.rmtree(dest)
+        os.replace(tmp, dest)
+    finally:
+        if tmp.is_dir(): shutil.rmtree(tmp, ignore_errors=True)
+        elif tmp.exists(): tmp.unlink()
 
 # %% ../nbs/00_core.ipynb #a94a44c3
 class OptionError(ValueError):

@@ -4,10 +4,10 @@
 
 # %% ../nbs/40b_distill_collect.ipynb #8342cd6a
 from __future__ import annotations
-import gzip, hashlib, json, os, re
+import gzip, hashlib, json, re
 from dataclasses import fields as dc_fields
 from pathlib import Path
-from .core import DataError, Dataset, Question, cache_dir
+from .core import DataError, Dataset, Question, cache_dir, replaced
 from .data import DATASETS, load_dataset, load_contexts, load_hipporag, shared_data_dir
 from .jsonl import JsonlAppender, read_jsonl
 from .metrics import normalize_answer
@@ -28,12 +28,10 @@ def _two_wiki_dev(d: Path, n: int | None = None) -> Path:
     if dest.exists(): return dest
     cols = json.load(gzip.open(d / "multihop/2wikimultihopqa/tts_sampled/sampled_ds.json.gz", "rt", encoding="utf-8"))
     keys = sorted(cols["question"], key=int)[:n]
-    tmp = dest.with_suffix(f".tmp{os.getpid()}")
-    with gzip.open(tmp, "wt", encoding="utf-8") as f:
+    with replaced(dest) as tmp, gzip.open(tmp, "wt", encoding="utf-8") as f:
         for k in keys:
             rec = {c: cols[c][k] for c in cols if c not in ("id", "_1")}
             f.write(json.dumps({"_id": cols["_1"][k], **rec}, ensure_ascii=False) + "\n")
-    tmp.rename(dest)
     return dest
 
 TRAINING_SETS = {

@@ -4,10 +4,10 @@
 
 # %% ../nbs/40c_distill_train.ipynb #65e7c060
 from __future__ import annotations
-import hashlib, json, math, os, random, re, resource, shutil, time
+import hashlib, json, math, random, re, resource, time
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
-from .core import DataError, cpu_bf16, resolve_device, resolve_precision, stable_hash, set_seed
+from .core import DataError, cpu_bf16, replaced, resolve_device, resolve_precision, stable_hash, set_seed
 from .jsonl import lock_run_folder, read_jsonl
 from .models import adapter_hash, model_identity, parse_model_spec, smollm2_path
 from .distill_collect import collection_counts, read_examples
@@ -323,13 +323,11 @@ def _save_checkpoint(out: Path, model, opt, state: dict):
     import torch
     from peft import get_peft_model_state_dict
     from safetensors.torch import save_file
-    ck, tmp = out / "checkpoint", out / f"checkpoint.tmp{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
-    save_file({k: v.contiguous() for k, v in get_peft_model_state_dict(model).items()}, tmp / "adapter.safetensors")
-    torch.save(opt.state_dict(), tmp / "optimizer.pt")
-    (tmp / "state.json").write_text(json.dumps(state))
-    if ck.exists(): shutil.rmtree(ck)
-    tmp.rename(ck)
+    with replaced(out / "checkpoint") as tmp:
+        tmp.mkdir()
+        save_file({k: v.contiguous() for k, v in get_peft_model_state_dict(model).items()}, tmp / "adapter.safetensors")
+        torch.save(opt.state_dict(), tmp / "optimizer.pt")
+        (tmp / "state.json").write_text(json.dumps(state))
 
 # %% ../nbs/40c_distill_train.ipynb #1fa62e0c
 def _validate(model, tok, va: list[dict], cfg: TrainConfig):

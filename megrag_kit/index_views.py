@@ -4,12 +4,12 @@
 
 # %% ../nbs/04a_index_views.ipynb #73f3805c
 from __future__ import annotations
-import json, os, time, warnings
+import json, time, warnings
 from pathlib import Path
 from typing import Callable
 from fastcore.basics import patch
 from tqdm.auto import tqdm
-from .core import UNIT_KINDS, Heartbeat, parse_unit_id, unit_id
+from .core import UNIT_KINDS, Heartbeat, parse_unit_id, replaced, unit_id
 from .jsonl import JsonlAppender, _glued
 from .models import ChatModel, Cost, StructuredOutputError, cost_phase
 from .retrievers import IndexMismatchError
@@ -58,9 +58,7 @@ class SentenceView:
                 with cost_phase("indexing"):                  # offline work: not part of a question's latency
                     sents = [split_sentences(t)
                              for t in tqdm(self.texts, desc="split sentences", disable=not self.show_progress)]
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
-                tmp.write_text(json.dumps(sents)); os.replace(tmp, self.path)
+                with replaced(self.path) as tmp: tmp.write_text(json.dumps(sents))
             self._sents = sents
         return self._sents
 

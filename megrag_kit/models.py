@@ -4,11 +4,11 @@
 
 # %% ../nbs/02_models.ipynb #5cc761ae
 from __future__ import annotations
-import hashlib, json, os, re, shutil
+import hashlib, json, re
 from dataclasses import dataclass, field
 from pathlib import Path
 import numpy as np
-from .core import cache_dir, check_device, py_attr, resolve_precision
+from .core import cache_dir, check_device, py_attr, replaced, resolve_precision
 
 # %% auto #0
 __all__ = ['GGUF_LORA_TENSORS', 'check_model_spec', 'load_llm', 'with_precision', 'spec_precision', 'load_embedder',
@@ -247,15 +247,13 @@ def lora_to_gguf(adapter, base_gguf, out) -> Path:
         w = w.astype(np.float32)
         if m.group(3) == "B" and arch == "llama" and t in heads: w = rope_permute(w, heads[t])
         tensors[f"blk.{m.group(1)}.{t}.weight.lora_{m.group(3).lower()}"] = np.ascontiguousarray(w)
-    tmp = out.with_name(out.name + ".part")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    gw = gguf.GGUFWriter(str(tmp), arch)
-    gw.add_type(gguf.GGUFType.ADAPTER)
-    gw.add_string(gguf.Keys.Adapter.TYPE, "lora")
-    gw.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(cfg["lora_alpha"]))
-    for name, t in tensors.items(): gw.add_tensor(name, t)
-    gw.write_header_to_file(); gw.write_kv_data_to_file(); gw.write_tensors_to_file(); gw.close()
-    tmp.replace(out)
+    with replaced(out) as tmp:
+        gw = gguf.GGUFWriter(str(tmp), arch)
+        gw.add_type(gguf.GGUFType.ADAPTER)
+        gw.add_string(gguf.Keys.Adapter.TYPE, "lora")
+        gw.add_float32(gguf.Keys.Adapter.LORA_ALPHA, float(cfg["lora_alpha"]))
+        for name, t in tensors.items(): gw.add_tensor(name, t)
+        gw.write_header_to_file(); gw.write_kv_data_to_file(); gw.write_tensors_to_file(); gw.close()
     return out
 
 # %% ../nbs/02_models.ipynb #52618575
@@ -276,10 +274,7 @@ def merged_student(base_spec: str, adapter) -> Path:
     with warnings.catch_warnings():     # peft reads transformers' deprecated is_gradient_checkpointing: not ours
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
         merged = PeftModel.from_pretrained(base.model, adapter).merge_and_unload().eval()
-    tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
-    merged.save_pretrained(tmp); base.tok.save_pretrained(tmp)
-    if dest.exists(): shutil.rmtree(dest)
-    tmp.rename(dest)
+    with replaced(dest) as tmp: merged.save_pretrained(tmp); base.tok.save_pretrained(tmp)
     return dest
 
 # %% ../nbs/02_models.ipynb #b08b8f72

@@ -4,11 +4,11 @@
 
 # %% ../nbs/02h_models_ct2.ipynb #e3dcb0da
 from __future__ import annotations
-import json, os, pickle, shutil, threading, time
+import json, os, pickle, threading, time
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
-from .core import cache_dir, resolve_device, stable_hash
+from .core import cache_dir, replaced, resolve_device, stable_hash
 from .models_cache import Generation, model_identity
 from .models_chat import ChatModel
 from .models_spec import CT2_COMPUTE_TYPES
@@ -28,10 +28,8 @@ def ct2_convert(src) -> Path:
     try: import ctranslate2
     except ImportError:
         raise ImportError("the CTranslate2 backend needs ctranslate2: pip install ctranslate2") from None
-    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
-    ctranslate2.converters.TransformersConverter(str(src)).convert(str(tmp), quantization="float32", force=True)
-    if dest.exists(): shutil.rmtree(dest)
-    tmp.rename(dest)
+    with replaced(dest) as tmp:
+        ctranslate2.converters.TransformersConverter(str(src)).convert(str(tmp), quantization="float32", force=True)
     return dest
 
 # %% ../nbs/02h_models_ct2.ipynb #c7e62271
@@ -119,7 +117,7 @@ def _schema_index(self: CT2ChatModel, schema):
             self._vocabulary = OutlinesCoreBackend.create_outlines_core_vocabulary(
                 tt.vocabulary, tt.eos_token_id, tt.eos_token, tt.convert_token_to_string)
         index = Index(build_regex_from_schema(json.dumps(schema)), self._vocabulary)
-        tmp = f.with_name(f"{f.name}.tmp{os.getpid()}"); tmp.write_bytes(pickle.dumps(index)); tmp.replace(f)
+        with replaced(f) as tmp: tmp.write_bytes(pickle.dumps(index))
         for old in sorted(f.parent.glob("*.pkl"), key=lambda x: x.stat().st_mtime)[:-SCHEMA_FILES]:
             old.unlink(missing_ok=True)
     if len(self._indexes) > 64: self._indexes.clear()

@@ -4,10 +4,10 @@
 
 # %% ../nbs/02c_models_hf.ipynb #da94e3e8
 from __future__ import annotations
-import importlib.util, json, os, shutil
+import importlib.util, json
 from pathlib import Path
 from fastcore.basics import patch
-from .core import cache_dir, resolve_device
+from .core import cache_dir, replaced, resolve_device
 from .models_cache import Generation, model_identity
 from .models_chat import ChatModel
 
@@ -33,10 +33,7 @@ def smollm2_path() -> Path:
     cfg = m.config
     if hasattr(cfg, "quantization_config"): del cfg.quantization_config  # de-quantized weights: save as plain fp32
     plain = AutoModelForCausalLM.from_config(cfg); plain.load_state_dict(m.state_dict())
-    tmp = dest.with_name(dest.name + f".tmp{os.getpid()}")
-    plain.save_pretrained(tmp); tok.save_pretrained(tmp)
-    if dest.exists(): shutil.rmtree(dest)
-    tmp.rename(dest)  # atomic: a crash mid-save leaves no half-written model
+    with replaced(dest) as tmp: plain.save_pretrained(tmp); tok.save_pretrained(tmp)   # never a half-written model
     return dest
 
 # %% ../nbs/02c_models_hf.ipynb #01bdce03

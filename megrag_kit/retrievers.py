@@ -43,8 +43,8 @@ def text_fingerprint(texts: list[str]) -> str:
     return h.hexdigest()[:16]
 
 def _write_json_atomic(path: Path, obj):
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=1)); os.replace(tmp, path)
+    from megrag_kit.core import replaced
+    with replaced(path) as tmp: tmp.write_text(json.dumps(obj, indent=1))
 
 # %% ../nbs/03_retrievers.ipynb #50f0bcd4
 def _check_k(k) -> int:
