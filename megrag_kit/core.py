@@ -105,21 +105,34 @@ def cache_dir(*parts: str) -> Path:
     return p
 
 # %% ../nbs/00_core.ipynb #e87d6174
+def _remove(path: Path):
+    "Remove the file or folder `path` if there is one."
+    if path.is_dir() and not path.is_symlink(): shutil.rmtree(path, ignore_errors=True)
+    elif path.exists() or path.is_symlink(): path.unlink()
+
 @contextmanager
 def replaced(dest):
-    """Write the file or folder `dest` whole or not at all: yields a temporary sibling path (`<name>.tmp<pid>`, so
-    two processes never share one) to write; when the block ends without an error, it takes `dest`'s place (a folder
-    already at `dest` is removed first; a file is replaced atomically), else it is removed and `dest` is as it was.
-    The parent folder is created."""
+    """Write the file or folder `dest` whole or not at all: yields a fresh temporary sibling path (`<name>.tmp<pid>`,
+    so two processes never share one; a leftover of a killed process is removed first) to write. When the block ends
+    without an error it takes `dest`'s place: a file atomically; a folder already at `dest` is moved aside and
+    removed once the new one is in place (put back if the new one cannot take its place); a folder that another
+    process put at `dest` meanwhile is kept and ours discarded. When the block raises, the temporary is removed and
+    `dest` is as it was. The parent folder is created."""
     dest = Path(dest); dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
+    tmp, old = (dest.with_name(f"{dest.name}.{s}{os.getpid()}") for s in ("tmp", "old"))
+    _remove(tmp)
     try:
         yield tmp
-        if tmp.is_dir() and dest.is_dir(): shutil.rmtree(dest)
-        os.replace(tmp, dest)
-    finally:
-        if tmp.is_dir(): shutil.rmtree(tmp, ignore_errors=True)
-        elif tmp.exists(): tmp.unlink()
+        if tmp.is_dir() and dest.is_dir():
+            _remove(old); os.replace(dest, old)
+            try: os.replace(tmp, dest)
+            except OSError: os.replace(old, dest); raise
+            _remove(old)
+        else:
+            try: os.replace(tmp, dest)
+            except OSError:
+                if not (tmp.is_dir() and dest.is_dir()): raise     # another process saved the same folder first
+    finally: _remove(tmp)
 
 # %% ../nbs/00_core.ipynb #a94a44c3
 class OptionError(ValueError):

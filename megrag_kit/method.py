@@ -147,7 +147,8 @@ class ReaderOptions(Config):
     """The shared reader's options (`Reader`), inherited by the configs of methods that answer through it;
     `reader(llm)` builds it. The reader's prompt opens with no worked example by default (`reader_shots=0`).
     `to_dict()` leaves `reader_shots` out at 7 (every worked example): a run folder made before the parameter existed
-    records none and read all seven, so a run asked for with `reader_shots=7` has its key and resumes it."""
+    records none and read all seven, so a run asked for with `reader_shots=7` has its parameters (it resumes such a
+    folder only when its models' identities are the folder's too)."""
     reader_max_passages: int = param(3, "evidence items the reader sees (best first)", min=1)
     reader_best_last: bool = param(True, "show the best item last, right above the question")
     reader_max_new_tokens: int = param(24, "answer token cap", min=1)

@@ -1,7 +1,8 @@
 """Run keys of the committed run folders survive the reader's parameter `reader_shots`: it defaults to 0 (no worked
 example) and is left out of `to_dict()` at 7 (all seven, what every folder made before it existed read), so a run
-asked for with `reader_shots=7` has the key of those folders; the experiment files whose committed runs read all seven
-ask for 7, so each still names what its folders hold."""
+asked for with `reader_shots=7` has those folders' parameters (whether it resumes one also depends on the models'
+identities); the experiment files whose committed runs read all seven ask for 7, so each still names what its
+folders hold."""
 import json, subprocess
 from pathlib import Path
 import pytest
@@ -29,20 +30,6 @@ def test_seven_worked_examples_keep_the_key_of_the_committed_native_rag_run():
     assert stable_hash(["native_rag", seven.to_dict()]) == stable_hash(["native_rag", params])
     default = get_method("native_rag").Config().to_dict()
     assert default["reader_shots"] == 0 and stable_hash(default) != stable_hash(params)
-
-
-def test_no_committed_run_folder_gains_reader_shots_in_its_key_at_seven():
-    seen = 0
-    for f, m in _committed_manifests():
-        try: cls = get_method(m["method"])
-        except KeyError: continue
-        if not issubclass(cls.Config, ReaderOptions) or "reader_shots" in m["params"]: continue
-        try: d = cls.Config.from_dict({**m["params"], "reader_shots": 7}).to_dict()
-        except ConfigError: continue                                   # a parameter the method no longer has
-        assert "reader_shots" not in d, f
-        seen += 1
-    if seen == 0: pytest.skip("no committed run folders here")
-    assert seen > 100                                                 # 227 folders of reader methods when written
 
 
 def test_experiment_files_ask_for_what_their_committed_folders_read():
