@@ -74,8 +74,8 @@ class HFChatModel(ChatModel):
 @patch
 def _generate(self: HFChatModel, messages, max_new_tokens=64, temperature=0.0, stop=None, json_schema=None, seed=None):
     import torch
-    texts = [self.render(m) for m in messages]
     if json_schema is not None: return self._generate_json(messages, json_schema, max_new_tokens, temperature, seed)
+    texts = [self.render(m) for m in messages]
     out = []
     for b in range(0, len(texts), self.batch_size):
         enc = self.tok(texts[b:b + self.batch_size], return_tensors="pt", padding=True,
@@ -111,8 +111,8 @@ def _generate_json(self: HFChatModel, messages, schema, max_new_tokens, temperat
         if temperature > 0:                         # sampled under the schema, seeded like free decoding
             torch.manual_seed(seed or 0); kw = dict(do_sample=True, temperature=temperature, top_p=1.0)
         res = gen.batch([Chat(m) for m in chunk], max_new_tokens=max_new_tokens, **kw)  # templated once
-        for t, r in zip(chunk, res):
+        for m, r in zip(chunk, res):                # the prompt counted as the model read it: rendered once
             n = len(self.tok(r, add_special_tokens=False)["input_ids"])
-            out.append(Generation(r, len(self.tok(self.render(t), add_special_tokens=False)["input_ids"]), n,
+            out.append(Generation(r, len(self.tok(self.render(m), add_special_tokens=False)["input_ids"]), n,
                                   finish_reason="length" if n >= max_new_tokens else "stop"))
     return out
