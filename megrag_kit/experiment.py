@@ -22,7 +22,7 @@ __all__ = ['TOP_KEYS', 'STORE_KEYS', 'MODEL_KEYS', 'RUN_KEYS', 'STEP_KEYS', 'REP
 TOP_KEYS = ("about", "dataset", "limit", "seeds", "out", "store", "model", "params", "runs", "steps", "reports")
 STORE_KEYS = {"openie_backend": "llm", "chunking": "truncate", "index_type": "flat", "openie": "lazy", "cache": True}
 MODEL_KEYS = {"llm": "smollm2-135m", "embedder": "minilm", "device": "cpu", "batch_size": 8, "llm_options": {}}
-RUN_KEYS = ("name", "method", "params", "grid", "limit", "llm", "store")
+RUN_KEYS = ("name", "method", "params", "grid", "limit", "llm", "embedder", "store")
 STEP_KEYS = ("command", "stage", "creates", "run")
 REPORT_KEYS = ("out", "title", "runs", "against", "pairs", "metrics", "common", "save_scores")
 
@@ -35,8 +35,8 @@ class ExperimentFileError(ValueError):
 class ExperimentSpec:
     """A loaded experiment file: `path`, `about`, `dataset`, `limit` (`None`: every question), `seeds`, `out` (the
     folder of its run folders), `store` and `model` (the `Resources` options, defaults filled in), `runs` (one dict
-    per run folder: `name`, `method`, `params`, `seed`, `out`, `limit`, `llm` (`None`: the experiment's), `store` (its
-    own options), and the typed options it runs with, `models` (a `ModelOptions`) and `store_options` (a
+    per run folder: `name`, `method`, `params`, `seed`, `out`, `limit`, `llm` and `embedder` (`None`: the
+    experiment's), `store` (its own options), and the typed options it runs with, `models` (a `ModelOptions`) and `store_options` (a
     `StoreOptions`)), `steps` (`command`, `stage`, `creates`), `reports` (`report`'s arguments plus `out` and
     `title`) and `command`: the command line that runs it as loaded (`--limit N` when the limit is not the file's)."""
     path: Path
@@ -102,11 +102,11 @@ def _run_entry(where: str, r, limit, store: dict, model: dict, pending: frozense
     lim = r.get("limit", limit)
     if lim is not None and (isinstance(lim, bool) or not isinstance(lim, int) or lim < 1):
         raise ExperimentFileError(f"{where}: limit must be an int >= 1, got {lim!r}")
-    if "llm" in r and not isinstance(r["llm"], str):
-        raise ExperimentFileError(f"{where}: llm must be a model spec (string)")
+    for k in ("llm", "embedder"):
+        if k in r and not isinstance(r[k], str): raise ExperimentFileError(f"{where}: {k} must be a model spec (string)")
     own = r.get("store") or {}
     _unknown(f"{where}: store", own, STORE_KEYS)
-    mine = {**model, **({"llm": r["llm"]} if "llm" in r else {})}
+    mine = {**model, **{k: r[k] for k in ("llm", "embedder") if k in r}}
     so, mo = _check_options(where, {**store, **own}, mine, pending)
     grid = r.get("grid") or {}
     if not all(isinstance(v, list) and v for v in grid.values()):
@@ -116,8 +116,8 @@ def _run_entry(where: str, r, limit, store: dict, model: dict, pending: frozense
 def _runs(f, d: dict, common: dict, seeds: list, out: Path, limit, store: dict, model: dict,
           pending: frozenset = frozenset()) -> list[dict]:
     """The run folders of `runs`: each entry times its `grid` (cartesian product) times the seeds (`-seed<S>` when
-    several); a run's own `limit`, `llm` and `store` options replace the experiment's (a report beside runs of
-    another size, a distilled student beside its base model)."""
+    several); a run's own `limit`, `llm`, `embedder` and `store` options replace the experiment's (a report beside
+    runs of another size, a distilled student beside its base model, bf16 models beside fp32 ones)."""
     runs, seen = [], {}
     for i, r in enumerate(d.get("runs") or []):
         where = f"{f}: runs[{i}]"
@@ -134,7 +134,8 @@ def _runs(f, d: dict, common: dict, seeds: list, out: Path, limit, store: dict, 
                 if name in seen: raise ExperimentFileError(f"{where}: run folder {name!r} is also {seen[name]}")
                 seen[name] = where
                 runs.append(dict(name=name, method=r["method"], params=params, seed=s, out=out / name, limit=lim,
-                                 llm=r.get("llm"), store=own, models=mo, store_options=so))
+                                 llm=r.get("llm"), embedder=r.get("embedder"), store=own, models=mo,
+                                 store_options=so))
     if not runs:
         raise ExperimentFileError(f"{f}: runs: an experiment declares at least one run ([[runs]] name, method)")
     return runs
@@ -373,13 +374,13 @@ def _setting(m: dict, k: str):
     return STORE_KEYS.get(k) if v is None else v
 
 def _shared_settings(mfs: list) -> dict:
-    """`{setting: value}` the run manifests `mfs` share: `None` for a limit, LLM or store option that differs (each
-    run says its own), the largest batch size; `ValueError` naming a setting that differs otherwise."""
+    """`{setting: value}` the run manifests `mfs` share: `None` for a limit, LLM, embedder or store option that differs
+    (each run says its own), the largest batch size; `ValueError` naming a setting that differs otherwise."""
     shared = {}
     for k in ("dataset", "limit", "seed", "llm", "embedder", "device", "batch_size",
               *[x for x in STORE_KEYS if x != "cache"], "llm_options"):
         vals = {json.dumps(_setting(m, k), sort_keys=True) for _, m in mfs}
-        if len(vals) > 1 and k in ("limit", "llm", *STORE_KEYS): shared[k] = None; continue     # each run says its own
+        if len(vals) > 1 and k in ("limit", "llm", "embedder", *STORE_KEYS): shared[k] = None; continue  # each its own
         if k == "batch_size":                                  # how, not what, a run computes: the largest
             shared[k] = max((_setting(m, k) for _, m in mfs if _setting(m, k) is not None), default=None); continue
         if len(vals) > 1: raise ValueError(f"the runs differ in {k}: {sorted(vals)}; one experiment file shares it")
@@ -401,13 +402,14 @@ def _own_params(mfs: list) -> tuple[list, dict]:
 
 # %% ../nbs/97_experiment.ipynb #67405bbe
 def _run_entry_lines(d: Path, m: dict, params: dict, gone: dict, shared: dict) -> list[str]:
-    """The `[[runs]]` entry of the run folder `d` (manifest `m`): its name, method, its own limit, LLM and store
-    options (those the runs do not share), its `params`, and a comment naming the parameters `gone`."""
+    """The `[[runs]]` entry of the run folder `d` (manifest `m`): its name, method, its own limit, LLM, embedder
+    and store options (those the runs do not share), its `params`, and a comment naming the parameters `gone`."""
     lines = ["", "[[runs]]"]
     if gone: lines.append(f"# made by an earlier version: parameters the method no longer has ({_toml(gone)[1:-1]})")
     lines += [f"name = {_toml(d.name)}", f"method = {_toml(m['method'])}"]
     if shared["limit"] is None and m.get("limit") is not None: lines.append(f"limit = {m['limit']}")
     if shared["llm"] is None: lines.append(f"llm = {_toml(m.get('llm') or '')}")
+    if shared["embedder"] is None: lines.append(f"embedder = {_toml(m.get('embedder') or '')}")
     st = {k: _setting(m, k) for k in STORE_KEYS
           if k != "cache" and k in shared and shared[k] is None and _setting(m, k) is not None}
     if st: lines.append(f"store = {_toml(st)}")
@@ -417,8 +419,8 @@ def _run_entry_lines(d: Path, m: dict, params: dict, gone: dict, shared: dict) -
 def from_runs(run_dirs, about: str = "", out: str | None = None) -> str:
     """The text of an experiment file that reproduces the run folders `run_dirs` (their `run.json`: one dataset, seed
     and model and store options shared by all, a limit shared or each run's own; each run's method and its parameters
-    that differ from the method's defaults, those all runs share under `[params]`); a limit, an LLM or a store option
-    the runs do not share is each run's own, and the largest batch size is kept (it changes how, not what, a run
+    that differ from the method's defaults, those all runs share under `[params]`); a limit, an LLM, an embedder or a
+    store option the runs do not share is each run's own, and the largest batch size is kept (it changes how, not what, a run
     computes). `ValueError` naming the field when the runs do not share another of those. A parameter the method no
     longer has is left out, with a comment saying so."""
     mfs = [(Path(d), json.loads((Path(d) / "run.json").read_text())) for d in run_dirs]
@@ -430,7 +432,7 @@ def from_runs(run_dirs, about: str = "", out: str | None = None) -> str:
               f"out = {_toml(out or str(folders.pop()) if len(folders) == 1 else out or 'runs')}", "", "[store]"]
     lines += [f"{k} = {_toml(shared[k])}" for k in STORE_KEYS if k != "cache" and shared.get(k) is not None]
     lines += ["", "[model]"] + ([f"llm = {_toml(shared['llm'])}"] if shared["llm"] is not None else []) + \
-             [f"embedder = {_toml(shared['embedder'] or '')}"]
+             ([f"embedder = {_toml(shared['embedder'] or '')}"] if shared["embedder"] is not None else [])
     lines += [f"{k} = {_toml(shared[k])}" for k in ("device", "batch_size") if shared.get(k) is not None]
     if shared.get("llm_options"): lines.append(f"llm_options = {_toml(shared['llm_options'])}")
     own, common = _own_params(mfs)

@@ -361,6 +361,9 @@ def test_shipped_student_adapter_and_manifest_are_in_the_package():
     assert man["adapter_sha256"] == adapter_hash(STUDENT_DIR)                     # the files are the ones the manifest describes
     assert man["base"].startswith("smollm2-135m-instruct-q4_1@") and man["val_loss"] is not None and man["examples_by_source"]
     assert shipped_student().endswith(str(STUDENT_DIR.name)) and shipped_student("hf:/elsewhere") is None
+    v6 = ROOT / "runs/distill/student-v6-240"                                     # the committed run it was copied from
+    if (v6 / "adapter_model.safetensors").exists():
+        assert man == json.loads((v6 / "manifest.json").read_text()) and adapter_hash(v6) == man["adapter_sha256"]
 
 
 def test_gold_selection_reads_the_text_the_policy_is_shown():
