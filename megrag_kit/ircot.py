@@ -60,9 +60,10 @@ def chain_sentences(chain: str) -> list[str]:
     return re.split(r"(?<=\.)\s+(?=[A-Z])", chain.strip())
 
 # %% ../nbs/11_ircot.ipynb #24b66821
-def cot_prompt(question: str, passages: list[str], thoughts: list[str]) -> list[dict]:
-    """Chat messages of one IRCoT reason step: the rule, the few-shot chains (`IRCOT_CHAINS` over `READER_EXAMPLES`),
-    then `passages` (shown best last) with the question and the `thoughts` written so far, one sentence each.
+def cot_prompt(question: str, passages: list[str], thoughts: list[str], shots: int = len(IRCOT_CHAINS)) -> list[dict]:
+    """Chat messages of one IRCoT reason step: the rule, the first `shots` few-shot chains (`IRCOT_CHAINS` over
+    `READER_EXAMPLES`; 0 to 7, default all), then `passages` (shown best last) with the question and the `thoughts`
+    written so far, one sentence each. `ValueError` for `shots` outside 0..7.
 
     Each worked example is one reason step in the same form as the question's: example `j` shows the first
     `j mod n` sentences of its chain as the reasoning so far and answers with the next one only, so the examples show
@@ -72,8 +73,9 @@ def cot_prompt(question: str, passages: list[str], thoughts: list[str]) -> list[
     def turn(q, ps, done=()):
         text = "Context:\n" + "\n\n".join(ps) + f"\n\nQuestion: {q}"
         return text + ("\nReasoning so far: " + " ".join(done) + "\nNext sentence:" if done else "")
+    if not 0 <= shots <= len(IRCOT_CHAINS): raise ValueError(f"shots must be in 0..{len(IRCOT_CHAINS)}, got {shots}")
     msgs = [{"role": "system", "content": IRCOT_SYSTEM}]
-    for j, ((q, ps, _), chain) in enumerate(zip(READER_EXAMPLES, IRCOT_CHAINS)):
+    for j, ((q, ps, _), chain) in enumerate(zip(READER_EXAMPLES[:shots], IRCOT_CHAINS)):
         sents = chain_sentences(chain); k = j % len(sents)
         msgs += [{"role": "user", "content": turn(q, ps, sents[:k])}, {"role": "assistant", "content": sents[k]}]
     return msgs + [{"role": "user", "content": turn(question, list(passages)[::-1], thoughts)}]
@@ -103,6 +105,15 @@ class IRCoTConfig(ReaderOptions):
     answer_from: Literal["reader", "cot"] = param(
         "reader", "final answer: the shared reader over the pool, or the chain's announced answer (reader if none)")
     cot_max_new_tokens: int = param(48, "token cap of one reason step", min=1)
+    cot_shots: int = param(len(IRCOT_CHAINS), "worked reason steps in a reason step's prompt (the first N of "
+                           "IRCOT_CHAINS: 3 show a first, a middle and an answering step)", min=0,
+                           max=len(IRCOT_CHAINS))
+
+    def to_dict(self) -> dict:
+        "The parameters as a dict, without `cot_shots` at 7 (all, what every run made before it existed showed)."
+        d = super().to_dict()
+        if d.get("cot_shots") == len(IRCOT_CHAINS): d.pop("cot_shots")
+        return d
 
     def __post_init__(self):
         super().__post_init__()
@@ -176,8 +187,8 @@ def _chains(self: IRCoT, qs: list[str]) -> tuple[list, list, list, list]:
     for _ in range(c.max_steps):
         active = [i for i in range(len(qs)) if stopped[i] is None]
         if not active: break
-        prompts = [cot_prompt(qs[i], [text(p) for p, _ in self._pool(steps[i])[:c.cot_passages]], thoughts[i])
-                   for i in active]
+        prompts = [cot_prompt(qs[i], [text(p) for p, _ in self._pool(steps[i])[:c.cot_passages]], thoughts[i],
+                              c.cot_shots) for i in active]
         out = llm.generate(prompts, max_new_tokens=c.cot_max_new_tokens, stop=["\n"])
         query = []
         for i, g in zip(active, out):
