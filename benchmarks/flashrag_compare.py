@@ -77,13 +77,14 @@ def prepare(work: Path, limit: int, data_dir=None):
 
 # ---- step 2 (kit venv)
 
-def kit_run(pipeline: str, limit: int, threads: int, extra: list[str]):
-    """Run `megrag-kit --threads THREADS run PIPELINE --dataset 2wikimultihopqa --limit LIMIT --device cpu --out runs/2wiki<LIMIT>-PIPELINE`
-    (plus `extra` arguments) from the repository root; record its command, process wall time and the load average
+def kit_run(pipeline: str, limit: int, threads: int, extra: list[str], out: str | None = None):
+    """Run `megrag-kit --threads THREADS run PIPELINE --dataset 2wikimultihopqa --limit LIMIT --device cpu --out OUT`
+    (`OUT`: `out`, by default `runs/2wiki<LIMIT>-PIPELINE`; plus `extra` arguments, e.g. `--set cot_shots=3`) from the
+    repository root; record its command, process wall time and the load average
     before and after in `benchmarks/results/flashrag/kit-PIPELINE.meta.json` (kept as it was when the run folder was
     already complete: nothing was answered)."""
     from megrag_kit.runner import read_predictions
-    out = f"runs/2wiki{limit}-{pipeline}"
+    out = out or f"runs/2wiki{limit}-{pipeline}"
     cmd = ["megrag-kit", "--threads", str(threads), "run", pipeline, "--dataset", "2wikimultihopqa", "--limit", str(limit), "--device", "cpu", "--out", out, *extra]
     done = [r for r in read_predictions(ROOT / out / "predictions.jsonl") if not r.get("failed")]
     meta_f = RESULTS / "flashrag" / f"kit-{pipeline}.meta.json"
@@ -343,6 +344,7 @@ if __name__ == "__main__":
     p.add_argument("--data-dir", default=None)
     kp = sub.add_parser("kit"); kp.add_argument("--pipeline", choices=list(PIPELINES), required=True); kp.add_argument("--limit", type=int, default=20)
     kp.add_argument("--threads", type=int, default=1)
+    kp.add_argument("--out", default=None, help="the run folder (default runs/2wiki<LIMIT>-PIPELINE)")
     kp.add_argument("extra", nargs="*", help="further megrag-kit run arguments (after --)")
     f = sub.add_parser("flashrag"); f.add_argument("--work", type=Path, required=True); f.add_argument("--pipeline", choices=list(PIPELINES), required=True)
     f.add_argument("--k", type=int, default=5); f.add_argument("--iters", type=int, default=None); f.add_argument("--threads", type=int, default=1)
@@ -352,6 +354,6 @@ if __name__ == "__main__":
     r.add_argument("--out", type=Path, default=RESULTS / "flashrag_compare.md")
     a = ap.parse_args()
     if a.cmd == "prepare": prepare(a.work, a.limit, a.data_dir)
-    elif a.cmd == "kit": kit_run(a.pipeline, a.limit, a.threads, a.extra)
+    elif a.cmd == "kit": kit_run(a.pipeline, a.limit, a.threads, a.extra, a.out)
     elif a.cmd == "flashrag": flashrag_run(a.work, a.pipeline, a.k, a.iters or (2 if a.pipeline == "ircot" else 3), a.threads, a.batch, a.reuse_index)
     else: report(a.kit, a.out)

@@ -12,7 +12,7 @@ from .data import DATASETS, load_dataset, load_contexts, load_hipporag, shared_d
 from .jsonl import JsonlAppender, read_jsonl
 from .metrics import normalize_answer
 from .megrag import MEGRAG, MEGRAGConfig
-from .method import _ALL_SHOTS, Resources
+from .method import Resources
 from .distill_teachers import gold_examples, teacher_examples
 
 # %% auto #0
@@ -202,11 +202,11 @@ def collect(teacher: str, dataset: str, out, limit: int | None = None, min_f1: f
 def same_header(old: dict, new: dict) -> bool:
     """Whether a file collected under header `old` can be continued under `new`: the same teacher, dataset and filter,
     and the same configuration, where a parameter the old header lacks (added to the kit since) has its default, and
-    a missing `reader_shots` means 7 (a configuration records it only when it is not 7: `ReaderOptions`)."""
+    a missing `reader_shots` means 7 (a configuration records it only when it is not 7: `Config.RECORDED_IF_NOT`)."""
     if {k: v for k, v in old.items() if k != "config"} != {k: v for k, v in new.items() if k != "config"}: return False
     oc, nc = old.get("config", {}), new.get("config", {})
     dflt = {f.name: f.default for f in dc_fields(MEGRAGConfig)}   # what a parameter the kit lacked then amounted to
-    dflt["reader_shots"] = _ALL_SHOTS                               # left out at 7, whatever the default
+    dflt.update(MEGRAGConfig.RECORDED_IF_NOT)                       # left out at that value, whatever the default
     return all(nc.get(k) == v for k, v in oc.items()) and all(nc[k] == dflt.get(k) for k in nc if k not in oc)
 
 # %% ../nbs/40b_distill_collect.ipynb #5f2c90f6

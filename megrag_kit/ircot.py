@@ -6,7 +6,7 @@
 from __future__ import annotations
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 from fastcore.basics import patch
 from .models import Cost, Generation
 from .method import Answer, ConfigError, Method, ReaderOptions, param, register
@@ -108,12 +108,8 @@ class IRCoTConfig(ReaderOptions):
     cot_shots: int = param(len(IRCOT_CHAINS), "worked reason steps in a reason step's prompt (the first N of "
                            "IRCOT_CHAINS: 3 show a first, a middle and an answering step)", min=0,
                            max=len(IRCOT_CHAINS))
-
-    def to_dict(self) -> dict:
-        "The parameters as a dict, without `cot_shots` at 7 (all, what every run made before it existed showed)."
-        d = super().to_dict()
-        if d.get("cot_shots") == len(IRCOT_CHAINS): d.pop("cot_shots")
-        return d
+    # left out of a run's parameters at 7: every run made before `cot_shots` existed showed all seven
+    RECORDED_IF_NOT: ClassVar[dict] = {**ReaderOptions.RECORDED_IF_NOT, "cot_shots": len(IRCOT_CHAINS)}
 
     def __post_init__(self):
         super().__post_init__()

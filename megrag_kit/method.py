@@ -88,7 +88,12 @@ class Config:
     `from_dict(d)` builds one from a `{name: value}` dict (strings from a command line are converted to the field
     types); `to_dict()` gives the plain dict recorded in a run's manifest; `fields_info()` lists
     `(name, type, default, help, symbol)` per field. Subclasses may check cross-field rules in `__post_init__`
-    and raise `ConfigError`."""
+    and raise `ConfigError`.
+
+    `RECORDED_IF_NOT` (`{name: value}`, a class attribute) names parameters added after runs were recorded with a
+    fixed behaviour: `to_dict()` leaves such a parameter out at that value, so those folders keep their keys, and
+    `recorded(params)` reads a recorded dict back with the value filled in where it is absent."""
+    RECORDED_IF_NOT: typing.ClassVar[dict] = {}
 
     def __post_init__(self):
         """Checks each numeric field against its `min`/`max` (`ConfigError` naming the field, the bound and the value);
@@ -121,7 +126,16 @@ class Config:
                               f"valid: {', '.join(names)}")
         return cls(**{k: _coerce(k, v, hints[k], owner) for k, v in d.items()})
 
-    def to_dict(self) -> dict: return asdict(self)
+    def to_dict(self) -> dict:
+        "The parameters as a plain dict, without those at their `RECORDED_IF_NOT` value."
+        return {k: v for k, v in asdict(self).items()
+                if not (k in self.RECORDED_IF_NOT and v == self.RECORDED_IF_NOT[k])}
+
+    @classmethod
+    def recorded(cls, params: dict) -> dict:
+        """The parameters a run folder's recorded `params` (its `run.json`) stand for: `params` with each
+        `RECORDED_IF_NOT` value filled in where it is absent (a folder made before the parameter existed)."""
+        return {**cls.RECORDED_IF_NOT, **params}
 
 # %% ../nbs/07_method.ipynb #a3b7c8d9
 def apply_variant(cfg: Config, variants: dict[str, dict], switches: tuple[str, ...], owner: str) -> None:
@@ -146,21 +160,16 @@ _ALL_SHOTS = 7     # the worked examples every reader prompt showed before `read
 class ReaderOptions(Config):
     """The shared reader's options (`Reader`), inherited by the configs of methods that answer through it;
     `reader(llm)` builds it. The reader's prompt opens with no worked example by default (`reader_shots=0`).
-    `to_dict()` leaves `reader_shots` out at 7 (every worked example): a run folder made before the parameter existed
-    records none and read all seven, so a run asked for with `reader_shots=7` has its parameters (it resumes such a
-    folder only when its models' identities are the folder's too)."""
+    `to_dict()` leaves `reader_shots` out at 7 (every worked example; `RECORDED_IF_NOT`): a run folder made before the
+    parameter existed records none and read all seven, so a run asked for with `reader_shots=7` has its parameters (it
+    resumes such a folder only when its models' identities are the folder's too)."""
+    RECORDED_IF_NOT: typing.ClassVar[dict] = {"reader_shots": _ALL_SHOTS}
     reader_max_passages: int = param(3, "evidence items the reader sees (best first)", min=1)
     reader_best_last: bool = param(True, "show the best item last, right above the question")
     reader_max_new_tokens: int = param(24, "answer token cap", min=1)
     reader_constrain_options: bool = param(True, "decode A-or-B and yes/no questions under their options")
     reader_shots: int = param(0, "worked examples in the reader's prompt (the first N of READER_EXAMPLES)",
                               min=0, max=len(READER_EXAMPLES))
-
-    def to_dict(self) -> dict:
-        "The parameters as a dict, without `reader_shots` when it is 7 (all the worked examples)."
-        d = super().to_dict()
-        if d.get("reader_shots") == _ALL_SHOTS: d.pop("reader_shots")    # what a folder without it read
-        return d
 
     def reader(self, llm: ChatModel, **override) -> Reader:
         "A `Reader` over `llm` with these options (`override` replaces some, e.g. `max_passages`)."

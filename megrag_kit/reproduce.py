@@ -330,19 +330,20 @@ def newest_run(root, method: str, dataset: str, options: dict | None = None, man
                min_questions: int = 1) -> Path:
     """The newest run folder directly under `root` (with `run.json` and `predictions.jsonl`, or its gzip form) of
     `method` on `dataset` whose recorded `params` hold each of `options` (converted by the method's `Config`, as a run
-    records them), whose `run.json` holds each field of `manifest` (e.g. `{"openie_backend": "parser"}`) and whose
+    records them; a parameter a folder does not record is read as `Config.recorded` fills it in), whose `run.json` holds each field of `manifest` (e.g. `{"openie_backend": "parser"}`) and whose
     method version is the code's (`Method.VERSION`), with at least `min_questions` questions. Newest: the latest start
     among its invocations, then the most questions. `FileNotFoundError` naming what was looked for, and the folders that
     match but were made by an older version of the method (`ConfigError` for an option the method does not have)."""
     cls = get_method(method)
     opts = options or {}
-    want = {k: v for k, v in cls.Config.from_dict(opts, owner=method).to_dict().items() if k in opts}
+    want = {k: v for k, v in cls.Config.recorded(cls.Config.from_dict(opts, owner=method).to_dict()).items()
+            if k in opts}
     found, stale = [], []
     for f in sorted(Path(root).glob("*/run.json")):
         if not predictions_file(f.parent).exists(): continue
         mf = json.loads(f.read_text())
         if mf.get("method") != method or mf.get("dataset") != dataset: continue
-        if any(mf.get("params", {}).get(k) != v for k, v in want.items()): continue
+        if any(cls.Config.recorded(mf.get("params", {})).get(k) != v for k, v in want.items()): continue
         if any(mf.get(k) != v for k, v in (manifest or {}).items()): continue
         if (mf.get("n_questions") or 0) < min_questions: continue
         if method_version(mf) < cls.VERSION: stale.append(f.parent.name); continue
