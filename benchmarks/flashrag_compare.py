@@ -219,7 +219,7 @@ is said per pipeline above; it encodes the queries with its own sentence-transfo
 same SmolLM2-135M-Instruct folder, greedy decoding; all-MiniLM-L6-v2 with mean pooling over at most 256 word pieces),
 `k = 5` passages per query and the loop lengths (ITER-RETGEN 3 rounds, IRCoT at most 2 reason steps). What remains different, by design of each implementation:
 
-- **The answer step.** The kit answers with its shared reader: a few-shot prompt (seven 2Wiki-template examples), the
+- **The answer step.** The kit answers with its shared reader: {reader_prompt}, the
   first `reader_max_passages = 3` passages shown best last, answers cut at the first line and read by
   `extract_answer`, and comparison or yes/no questions decoded under their two options (one re-ask when the reply is
   not one of them). FlashRAG's ITER-RETGEN answers each round with its zero-shot reference prompt over all 5 passages
@@ -227,7 +227,7 @@ same SmolLM2-135M-Instruct folder, greedy decoding; all-MiniLM-L6-v2 with mean p
   "So the answer is:" in the chain, or the whole chain when it never says so. This is where EM and F1 part.
 - **IRCoT's reason step.** FlashRAG prompts the raw text (no chat template) with one demonstration and every pooled
   passage in ascending score order, stops each thought at the first `.` or newline, and appends the thoughts after
-  `Thought:`. The kit uses the chat template, seven short demonstrations, the best 5 pooled passages shown best last,
+  `Thought:`. The kit uses the chat template, {cot_prompt}, the best 5 pooled passages shown best last,
   keeps the first sentence of up to 48 tokens, and caps the pool at 15.
 - **The ranked lists.** Both rank ITER-RETGEN by the last round's hits and IRCoT's pool by best cosine, so Recall@5
   differences come from the queries the two loops wrote (the thoughts, the round answers) and from the two encoders'
@@ -248,9 +248,10 @@ def report(kit_runs: list[Path], out: Path):
     from megrag_kit.core import Question
     from megrag_kit.jsonl import read_jsonl
     from megrag_kit.metrics import bootstrap_ci, paired_bootstrap
+    from megrag_kit.method import get_method
     from megrag_kit.runner import read_predictions, score
     fr_dir = RESULTS / "flashrag"
-    metas = {}
+    metas, shots = {}, {}
     for run in kit_runs:
         p = json.loads((run / "run.json").read_text())["method"]
         metas[p] = (_maybe_json(fr_dir / f"kit-{p}.meta.json"), _maybe_json(fr_dir / f"{p}.meta.json"))
@@ -283,6 +284,7 @@ def report(kit_runs: list[Path], out: Path):
     for run in kit_runs:
         mf = json.loads((run / "run.json").read_text())
         pipeline = mf["method"]
+        shots[pipeline] = get_method(pipeline).Config.recorded(mf["params"])    # absent: what runs before it showed
         kit = {r["id"]: r for r in read_predictions(run / "predictions.jsonl") if not r.get("failed")}
         fr_path = fr_dir / f"{pipeline}.jsonl"
         meta = metas[pipeline][1]
@@ -325,9 +327,19 @@ def report(kit_runs: list[Path], out: Path):
             done_f = sum(any("So the answer is:" in (s["thought"] or "") for s in fr[i]["steps"]) for i in ids)
             lines += [f"Reason steps per question: kit {steps:.2f}, FlashRAG {fsteps:.2f}; chains that announced an answer: "
                       f"kit {done_k}, FlashRAG {done_f} of {len(ids)}.", ""]
-    lines += [DIFFERENCES]
+    lines += [DIFFERENCES.format(reader_prompt=_shots_text(shots, "reader_shots", "worked example", "a zero-shot prompt"),
+                                 cot_prompt=_shots_text(shots, "cot_shots", "worked reason step", "no demonstration"))]
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines)); print(f"wrote {out}")
+
+
+def _shots_text(shots: dict, key: str, what: str, none: str) -> str:
+    "How many worked examples (`key`) the kit's runs in `shots` (`{pipeline: recorded params}`) showed, in words."
+    per = {p: d[key] for p, d in shots.items() if key in d}
+    if not per: return "(not run)"
+    say = lambda n: none if n == 0 else f"{n} {what}{'s' if n > 1 else ''}"
+    if len(set(per.values())) == 1: return f"{say(next(iter(per.values())))} (`{key} = {next(iter(per.values()))}`)"
+    return "; ".join(f"{p}: {say(n)} (`{key} = {n}`)" for p, n in per.items())
 
 
 def _maybe_json(path: Path) -> dict | None:

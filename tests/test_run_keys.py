@@ -33,18 +33,22 @@ def test_seven_worked_examples_keep_the_key_of_the_committed_native_rag_run():
 
 
 def test_experiment_files_ask_for_what_their_committed_folders_read():
-    "Each run of each experiment file whose folder is committed asks for that folder's reader_shots (absent: 7)."
+    """Each run of each experiment file whose folder is committed asks for that folder's value of every parameter its
+    method records only when it differs from a fixed value (`Config.RECORDED_IF_NOT`: the reader's `reader_shots`,
+    IRCoT's `cot_shots`; a folder that records none read that value)."""
     committed = {str(Path(f).parent): m for f, m in _committed_manifests()}
     if not committed: pytest.skip("no committed run folders here")
-    checked = 0
+    checked = set()
     for f in sorted((ROOT / "experiments").glob("*.toml")):
         for r in load_experiment(f).runs:
             m = committed.get(str(Path(r["out"]).relative_to(ROOT) if Path(r["out"]).is_absolute() else r["out"]))
-            if m is None or not issubclass(get_method(r["method"]).Config, ReaderOptions): continue
-            want = m["params"].get("reader_shots", 7)
-            assert get_method(r["method"]).Config.from_dict(r["params"]).reader_shots == want, (f.name, r["name"])
-            checked += 1
-    assert checked > 100, checked
+            cls = get_method(r["method"]).Config
+            if m is None or not cls.RECORDED_IF_NOT: continue
+            asked, recorded = cls.from_dict(r["params"]), cls.recorded(m["params"])
+            for k in cls.RECORDED_IF_NOT:
+                assert getattr(asked, k) == recorded[k], (f.name, r["name"], k)
+                checked.add((f.name, r["name"], k))
+    assert len(checked) > 100 and any(k == "cot_shots" for *_, k in checked), len(checked)
 
 
 def test_reader_shots_reaches_the_reader_and_is_bounded():
