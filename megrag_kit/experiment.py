@@ -36,9 +36,10 @@ class ExperimentSpec:
     """A loaded experiment file: `path`, `about`, `dataset`, `limit` (`None`: every question), `seeds`, `out` (the
     folder of its run folders), `store` and `model` (the `Resources` options, defaults filled in), `runs` (one dict
     per run folder: `name`, `method`, `params`, `seed`, `out`, `limit`, `llm` and `embedder` (`None`: the
-    experiment's), `store` (its own options), and the typed options it runs with, `models` (a `ModelOptions`) and `store_options` (a
-    `StoreOptions`)), `steps` (`command`, `stage`, `creates`), `reports` (`report`'s arguments plus `out` and
-    `title`) and `command`: the command line that runs it as loaded (`--limit N` when the limit is not the file's)."""
+    experiment's), `store` (its own options), and the typed options it runs with, `models` (a `ModelOptions`) and
+    `store_options` (a `StoreOptions`)), `steps` (`command`, `stage`, `creates`), `reports` (`report`'s arguments plus
+    `out` and `title`) and `command`: the command line that runs it as loaded (`--limit N` when the limit is not the
+    file's)."""
     path: Path
     about: str
     dataset: str
@@ -103,7 +104,8 @@ def _run_entry(where: str, r, limit, store: dict, model: dict, pending: frozense
     if lim is not None and (isinstance(lim, bool) or not isinstance(lim, int) or lim < 1):
         raise ExperimentFileError(f"{where}: limit must be an int >= 1, got {lim!r}")
     for k in ("llm", "embedder"):
-        if k in r and not isinstance(r[k], str): raise ExperimentFileError(f"{where}: {k} must be a model spec (string)")
+        if k in r and not isinstance(r[k], str):
+            raise ExperimentFileError(f"{where}: {k} must be a model spec (string)")
     own = r.get("store") or {}
     _unknown(f"{where}: store", own, STORE_KEYS)
     mine = {**model, **{k: r[k] for k in ("llm", "embedder") if k in r}}
@@ -420,9 +422,9 @@ def from_runs(run_dirs, about: str = "", out: str | None = None) -> str:
     """The text of an experiment file that reproduces the run folders `run_dirs` (their `run.json`: one dataset, seed
     and model and store options shared by all, a limit shared or each run's own; each run's method and its parameters
     that differ from the method's defaults, those all runs share under `[params]`); a limit, an LLM, an embedder or a
-    store option the runs do not share is each run's own, and the largest batch size is kept (it changes how, not what, a run
-    computes). `ValueError` naming the field when the runs do not share another of those. A parameter the method no
-    longer has is left out, with a comment saying so."""
+    store option the runs do not share is each run's own, and the largest batch size is kept (it changes how, not
+    what, a run computes). `ValueError` naming the field when the runs do not share another of those. A parameter the
+    method no longer has is left out, with a comment saying so."""
     mfs = [(Path(d), json.loads((Path(d) / "run.json").read_text())) for d in run_dirs]
     shared = _shared_settings(mfs)
     folders = {d.parent for d, _ in mfs}

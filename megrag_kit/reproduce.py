@@ -330,10 +330,11 @@ def newest_run(root, method: str, dataset: str, options: dict | None = None, man
                min_questions: int = 1) -> Path:
     """The newest run folder directly under `root` (with `run.json` and `predictions.jsonl`, or its gzip form) of
     `method` on `dataset` whose recorded `params` hold each of `options` (converted by the method's `Config`, as a run
-    records them; a parameter a folder does not record is read as `Config.recorded` fills it in), whose `run.json` holds each field of `manifest` (e.g. `{"openie_backend": "parser"}`) and whose
-    method version is the code's (`Method.VERSION`), with at least `min_questions` questions. Newest: the latest start
-    among its invocations, then the most questions. `FileNotFoundError` naming what was looked for, and the folders that
-    match but were made by an older version of the method (`ConfigError` for an option the method does not have)."""
+    records them; a parameter a folder does not record is read as `Config.recorded` fills it in), whose `run.json`
+    holds each field of `manifest` (e.g. `{"openie_backend": "parser"}`) and whose method version is the code's
+    (`Method.VERSION`), with at least `min_questions` questions. Newest: the latest start among its invocations, then
+    the most questions. `FileNotFoundError` naming what was looked for, and the folders that match but were made by an
+    older version of the method (`ConfigError` for an option the method does not have)."""
     cls = get_method(method)
     opts = options or {}
     want = {k: v for k, v in cls.Config.recorded(cls.Config.from_dict(opts, owner=method).to_dict()).items()
