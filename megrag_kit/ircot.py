@@ -105,7 +105,7 @@ class IRCoTConfig(ReaderOptions):
     answer_from: Literal["reader", "cot"] = param(
         "reader", "final answer: the shared reader over the pool, or the chain's announced answer (reader if none)")
     cot_max_new_tokens: int = param(48, "token cap of one reason step", min=1)
-    cot_shots: int = param(len(IRCOT_CHAINS), "worked reason steps in a reason step's prompt (the first N of "
+    cot_shots: int = param(0, "worked reason steps in a reason step's prompt (the first N of "
                            "IRCOT_CHAINS: 3 show a first, a middle and an answering step)", min=0,
                            max=len(IRCOT_CHAINS))
     # left out of a run's parameters at 7: every run made before `cot_shots` existed showed all seven
