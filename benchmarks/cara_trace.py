@@ -5,14 +5,14 @@ Reads the run's predictions.jsonl and run.json, rebuilds (or loads the kept) cor
 import json, sys
 from pathlib import Path
 from megrag_kit.data import load_dataset
-from megrag_kit.method import Resources, build_method
+from megrag_kit.method import Resources, build_method, get_method
 from megrag_kit.runner import read_predictions
 
 run = Path(sys.argv[1]); i = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 mf = json.loads((run / "run.json").read_text())
 row = read_predictions(run / "predictions.jsonl")[i]
 ds = load_dataset(mf["dataset"])
-m = build_method("cara", mf["params"], Resources(ds, mf["llm"], None, device="cpu", openie_backend=mf.get("openie_backend", "llm")))
+m = build_method("cara", get_method("cara").Config.recorded(mf["params"]), Resources(ds, mf["llm"], None, device="cpu", openie_backend=mf.get("openie_backend", "llm")))
 kg = m.kg
 name = lambda v: [v, kg.type_of(v), kg.names[v]]
 for agent in row["trace"]["agents"]:

@@ -92,7 +92,7 @@ def kit_run(pipeline: str, limit: int, threads: int, extra: list[str], out: str 
         print(f"{out} is complete ({len(done)} questions); {meta_f} kept"); return
     load0, t0, started = _load(), time.perf_counter(), _now()
     subprocess.run(cmd, cwd=ROOT, check=True)
-    meta = dict(pipeline=pipeline, command=_command(), run=" ".join(cmd), started=started, wall_s=round(time.perf_counter() - t0, 1),
+    meta = dict(pipeline=pipeline, command=_command(), run=" ".join(cmd), out=out, started=started, wall_s=round(time.perf_counter() - t0, 1),
                 load_before=load0, load_after=_load(), omp_num_threads=os.environ.get("OMP_NUM_THREADS"), cpus=os.cpu_count())
     meta_f.parent.mkdir(parents=True, exist_ok=True); meta_f.write_text(json.dumps(meta, indent=1) + "\n")
     print(json.dumps(meta))

@@ -395,9 +395,11 @@ def _own_params(mfs: list) -> tuple[list, dict]:
     own = []
     for d, m in mfs:
         # every parameter's default (a `to_dict` may leave one out at its default: MEGRAG's candidate caps)
-        defaults = {f.name: f.default for f in fields(get_method(m.get("method_spec") or m["method"]).Config)}
-        own.append(({k: v for k, v in m.get("params", {}).items() if k in defaults and defaults[k] != v},
-                    {k: v for k, v in m.get("params", {}).items() if k not in defaults}))
+        cls = get_method(m.get("method_spec") or m["method"]).Config
+        defaults = {f.name: f.default for f in fields(cls)}
+        params = cls.recorded(m.get("params", {}))        # a parameter recorded only when not at its RECORDED_IF_NOT
+        own.append(({k: v for k, v in params.items() if k in defaults and defaults[k] != v},
+                    {k: v for k, v in params.items() if k not in defaults}))
     if len(own) < 2: return own, {}
     common = {k: v for k, v in own[0][0].items() if all(p.get(k, object()) == v for p, _ in own)}
     return own, common

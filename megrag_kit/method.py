@@ -92,7 +92,8 @@ class Config:
 
     `RECORDED_IF_NOT` (`{name: value}`, a class attribute) names parameters added after runs were recorded with a
     fixed behaviour: `to_dict()` leaves such a parameter out at that value, so those folders keep their keys, and
-    `recorded(params)` reads a recorded dict back with the value filled in where it is absent."""
+    `recorded(params)` reads a recorded dict back with the value filled in where it is absent: rebuild a run's config
+    with `from_dict(recorded(params))`, never `from_dict(params)` (which would give such a parameter its default)."""
     RECORDED_IF_NOT: typing.ClassVar[dict] = {}
 
     def __post_init__(self):

@@ -176,6 +176,23 @@ def test_from_runs_keeps_a_parameter_that_to_dict_leaves_out_at_its_default(tmp_
     assert "passage_chars = 300\nsentence_chars = 160" in text and "no longer has" not in text, text
 
 
+def test_from_runs_asks_for_what_a_folder_that_records_no_shots_read(tmp_path):
+    "A folder made before `reader_shots` / `cot_shots` existed read seven worked examples: the file asks for 7."
+    from megrag_kit.ircot import IRCoTConfig
+    d = tmp_path / "runs" / "i"
+    d.mkdir(parents=True)
+    params = {"max_steps": 2}                                           # recorded before the parameters existed
+    (d / "run.json").write_text(json.dumps(dict(method="ircot", dataset="demo", limit=2, seed=0, llm="smollm2-135m",
+                                                embedder="minilm", device="cpu", params=params)))
+    text = from_runs([d], about="old")
+    assert "reader_shots = 7" in text and "cot_shots = 7" in text, text
+    (tmp_path / "old.toml").write_text(text)
+    run, = load_experiment(tmp_path / "old.toml").runs
+    asked = IRCoTConfig.from_dict(run["params"])
+    assert (asked.reader_shots, asked.cot_shots, asked.max_steps) == (7, 7, 2)
+    assert "reader_shots" not in asked.to_dict() and "cot_shots" not in asked.to_dict()       # the folder's own key
+
+
 def test_a_killed_driver_ends_its_running_step(tmp_path):
     "SIGTERM to `experiment run` while a `before` step runs: the step is terminated too, not left orphaned."
     import os, signal, subprocess, time
