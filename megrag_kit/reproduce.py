@@ -344,7 +344,8 @@ def newest_run(root, method: str, dataset: str, options: dict | None = None, man
         if not predictions_file(f.parent).exists(): continue
         mf = json.loads(f.read_text())
         if mf.get("method") != method or mf.get("dataset") != dataset: continue
-        if any(cls.Config.recorded(mf.get("params", {})).get(k) != v for k, v in want.items()): continue
+        params = cls.Config.recorded(mf.get("params", {}))              # once per folder, not once per option
+        if any(params.get(k) != v for k, v in want.items()): continue
         if any(mf.get(k) != v for k, v in (manifest or {}).items()): continue
         if (mf.get("n_questions") or 0) < min_questions: continue
         if method_version(mf) < cls.VERSION: stale.append(f.parent.name); continue
