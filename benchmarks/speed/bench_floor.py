@@ -63,6 +63,18 @@ def read_rate(gib=1.0, reps=3) -> float:
     return x.numel() * 4 / best
 
 
+def llm_parameters(llm) -> int:
+    """The parameters of a local LLM: its torch module's (transformers), or for CTranslate2, which holds none, those
+    stored in the transformers folder it was converted from (read from the safetensors headers, nothing loaded)."""
+    if hasattr(llm, "model"): return sum(p.numel() for p in llm.model.parameters())
+    from math import prod
+    from safetensors import safe_open
+    n = 0
+    for f in sorted(Path(llm.path).glob("*.safetensors")):
+        with safe_open(str(f), "pt") as st: n += sum(prod(st.get_slice(k).get_shape()) for k in st.keys())
+    return n
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--questions", type=int, default=4)
@@ -94,7 +106,7 @@ def main():
             m = build_method(name, PARAMS.get(name, {}), res)
             m.answer(qs)                                                  # lazy views, model loads (untimed)
             if n_par is None:
-                n_par = sum(p.numel() for p in res.llm.model.parameters())
+                n_par = llm_parameters(res.llm)
                 say(f"LLM parameters N = {n_par:,} (fp32 weights: {4 * n_par / 2**20:,.0f} MiB read per generated token)\n")
             m = build_method(name, PARAMS.get(name, {}), res)
             la = os.getloadavg()[0]

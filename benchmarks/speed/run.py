@@ -41,6 +41,10 @@ BENCHMARKS = {
     "reproduce": ({}, [f"{S}/bench_reproduce.py", "--profile", "demo"], False),
     "retriever_cost": ({"OMP_NUM_THREADS": "1"}, [f"{S}/bench_retriever_cost.py", "--dataset", "demo",
                                                    "--out", f"{R}/retriever_cost.json"], False),
+    "floor": ({}, [f"{S}/bench_floor.py", "--questions", "4", "--out", f"{R}/floor.md"], False),
+    "floor_ct2": ({}, [f"{S}/bench_floor.py", "--questions", "4", "--llm", "smollm2-135m@ct2",
+                       "--out", f"{R}/floor-ct2.md"], False),
+    "index_floor": ({}, [f"{S}/bench_index_floor.py", "--corpus-order", "--out", f"{R}/index_floor.md"], False),
     "distill": ({}, [f"{S}/bench_distill.py", "--data", "runs/distill/gold-musique-train-parser.jsonl",
                      "--out", f"{R}/bench_distill.md"], False),
 }
