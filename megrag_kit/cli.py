@@ -568,8 +568,9 @@ def experiment_run(file: Path = typer.Argument(..., help="an experiment file (TO
                    run: list[str] = typer.Option(None, "--run", help="only this run (repeatable): split an "
                                                  "experiment's runs between processes; the reports wait for all")):
     """Run an experiment file: its steps, every run not complete (a complete one is skipped, an unfinished one
-    resumes), then its reports. `--run NAME` (repeatable) runs only those runs, so two processes can share the cores:
-    the reports are rendered once every run is complete. Exit status 1 when a run or a step failed."""
+    resumes), its reports, then the notebooks of its [reproduce] table (the papers' tables and figures). `--run NAME`
+    (repeatable) runs only those runs, so two processes can share the cores: the reports and notebooks wait until
+    every run is complete. Exit status 1 when a run, a step or a notebook failed."""
     from megrag_kit.experiment import ExperimentFileError, run_experiment
     if ray and not dry_run: _need_ray()
     try: cells = run_experiment(file, limit, ray, workers, address, dry_run, only=run)

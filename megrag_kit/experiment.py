@@ -11,20 +11,23 @@ from .index import StoreOptions
 from .method import ConfigError, get_method
 from .models import ModelOptions, build_model, parse_model_spec
 from .report import report
+from .reproduce import EXPERIMENTS, PROFILES, default_out, reproduce
 from .scale import _as_dataset, cell_job, cell_state, run_jobs
 
 # %% auto #0
-__all__ = ['TOP_KEYS', 'STORE_KEYS', 'MODEL_KEYS', 'RUN_KEYS', 'STEP_KEYS', 'REPORT_KEYS', 'ExperimentFileError',
-           'ExperimentSpec', 'load_experiment', 'experiment_jobs', 'render_reports', 'step_argv', 'run_step',
-           'run_experiment', 'from_runs']
+__all__ = ['TOP_KEYS', 'STORE_KEYS', 'MODEL_KEYS', 'RUN_KEYS', 'STEP_KEYS', 'REPORT_KEYS', 'REPRODUCE_KEYS',
+           'ExperimentFileError', 'ExperimentSpec', 'load_experiment', 'experiment_jobs', 'render_reports', 'step_argv',
+           'run_step', 'run_experiment', 'from_runs']
 
 # %% ../nbs/97_experiment.ipynb #f97ce85d
-TOP_KEYS = ("about", "dataset", "limit", "seeds", "out", "store", "model", "params", "runs", "steps", "reports")
+TOP_KEYS = ("about", "dataset", "limit", "seeds", "out", "store", "model", "params", "runs", "steps", "reports",
+            "reproduce")
 STORE_KEYS = {"openie_backend": "llm", "chunking": "truncate", "index_type": "flat", "openie": "lazy", "cache": True}
 MODEL_KEYS = {"llm": "smollm2-135m", "embedder": "minilm", "device": "cpu", "batch_size": 8, "llm_options": {}}
 RUN_KEYS = ("name", "method", "params", "grid", "limit", "llm", "embedder", "store")
 STEP_KEYS = ("command", "stage", "creates", "run")
 REPORT_KEYS = ("out", "title", "runs", "against", "pairs", "metrics", "common", "save_scores")
+REPRODUCE_KEYS = ("profile", "only", "params", "out", "figures")
 
 class ExperimentFileError(ValueError):
     """An experiment file that cannot run; the message names the file, the record (`runs[2]`, `reports[0]`...) and the
@@ -38,8 +41,9 @@ class ExperimentSpec:
     per run folder: `name`, `method`, `params`, `seed`, `out`, `limit`, `llm` and `embedder` (`None`: the
     experiment's), `store` (its own options), and the typed options it runs with, `models` (a `ModelOptions`) and
     `store_options` (a `StoreOptions`)), `steps` (`command`, `stage`, `creates`), `reports` (`report`'s arguments plus
-    `out` and `title`) and `command`: the command line that runs it as loaded (`--limit N` when the limit is not the
-    file's)."""
+    `out` and `title`), `reproduce` (the `[reproduce]` table checked: `profile`, `only` (`None`: every notebook),
+    `params`, `out` and `figures`, as `reproduce` takes them; `None` without the table) and `command`: the command
+    line that runs it as loaded (`--limit N` when the limit is not the file's)."""
     path: Path
     about: str
     dataset: str
@@ -52,6 +56,7 @@ class ExperimentSpec:
     steps: list = field(default_factory=list)
     reports: list = field(default_factory=list)
     command: str = ""
+    reproduce: dict | None = None
 
 # %% ../nbs/97_experiment.ipynb #2825f81c
 def _unknown(where: str, d: dict, keys) -> None:
@@ -139,7 +144,8 @@ def _runs(f, d: dict, common: dict, seeds: list, out: Path, limit, store: dict, 
                                  llm=r.get("llm"), embedder=r.get("embedder"), store=own, models=mo,
                                  store_options=so))
     if not runs:
-        raise ExperimentFileError(f"{f}: runs: an experiment declares at least one run ([[runs]] name, method)")
+        raise ExperimentFileError(f"{f}: runs: an experiment declares at least one run ([[runs]] name, method) or a "
+                                  "[reproduce] table")
     return runs
 
 # %% ../nbs/97_experiment.ipynb #7c4c364c
@@ -179,6 +185,28 @@ def _load_reports(f, d: dict, common: dict, names: list[str], about: str) -> lis
         reports.append(rep)
     return reports
 
+def _load_reproduce(f, d: dict, common: dict) -> dict | None:
+    """The file's `[reproduce]` table checked: `profile` (default `demo`) one of `PROFILES`, `only` a list of
+    `EXPERIMENTS` names, `params` a table, `out` a folder (names filled), `figures` a folder or `false`.
+    `ExperimentFileError` naming the field; the notebooks' own parameter names are checked by `reproduce` when it
+    starts, before any notebook runs. `None` when the file has no such table."""
+    r = d.get("reproduce")
+    if r is None: return None
+    where = f"{f}: reproduce"
+    if not isinstance(r, dict): raise ExperimentFileError(f"{where} must be a table ([reproduce])")
+    _unknown(where, r, REPRODUCE_KEYS)
+    profile, only, params = r.get("profile", "demo"), r.get("only"), r.get("params", {})
+    if profile not in PROFILES: raise ExperimentFileError(f"{where}: profile {profile!r} is none of {list(PROFILES)}")
+    if only is not None and not (isinstance(only, list) and only and all(n in EXPERIMENTS for n in only)):
+        raise ExperimentFileError(f"{where}: only must be a non-empty list of {list(EXPERIMENTS)}, got {only!r}")
+    if not isinstance(params, dict): raise ExperimentFileError(f"{where}: params must be a table, got {params!r}")
+    figures = r.get("figures")
+    if figures is not None and not (figures is False or isinstance(figures, str)):
+        raise ExperimentFileError(f"{where}: figures must be a folder or false, got {figures!r}")
+    fill = lambda x: _fill(x, common, where)
+    return dict(profile=profile, only=only, params=params, out=Path(fill(r["out"])) if r.get("out") else None,
+                figures=Path(fill(figures)) if isinstance(figures, str) else figures)
+
 # %% ../nbs/97_experiment.ipynb #abbbdb45
 def load_experiment(path, limit: int | None = None) -> ExperimentSpec:
     """Read an experiment file (TOML) and check every field before anything runs: the method names (the registry),
@@ -186,13 +214,16 @@ def load_experiment(path, limit: int | None = None) -> ExperimentSpec:
     (the runs, and the run folders the steps write). `limit` replaces the file's (a smaller first pass; `{limit}` in
     the names follows it). Names and paths may use `{limit}`, `{dataset}`, `{method}`, `{seed}` and the run's
     parameters (`{variant}`, `{lam}`...). A run's student `BASE+lora:PATH` may name an adapter folder that does not
-    exist yet when a `before` step creates it (its `creates` lies in PATH: the training of the student).
+    exist yet when a `before` step creates it (its `creates` lies in PATH: the training of the student). A file with
+    a `[reproduce]` table may have no runs, and then no `dataset` (its profile's).
     `ExperimentFileError` naming the file, the record and the field;
     `FileNotFoundError` for a missing file."""
     f = Path(path)
     try: d = tomllib.loads(f.read_text())
     except tomllib.TOMLDecodeError as e: raise ExperimentFileError(f"{f}: not TOML: {e}") from None
     _unknown(str(f), d, TOP_KEYS)
+    if "reproduce" in d and "runs" not in d and "dataset" not in d:      # the notebooks only: the profile's dataset
+        d = {**d, "dataset": PROFILES.get((d["reproduce"] or {}).get("profile", "demo"), {}).get("dataset", "")}
     if not isinstance(d.get("dataset"), str): raise ExperimentFileError(f"{f}: dataset must be a dataset name (string)")
     lim = limit if limit is not None else d.get("limit")
     if lim is not None and (isinstance(lim, bool) or not isinstance(lim, int) or lim < 1):
@@ -211,7 +242,9 @@ def load_experiment(path, limit: int | None = None) -> ExperimentSpec:
     _check_options(f, {**STORE_KEYS, **store}, {**MODEL_KEYS, **model}, pending)
     spec = ExperimentSpec(f, d.get("about", ""), d["dataset"], lim, seeds, out, {**STORE_KEYS, **store},
                           {**MODEL_KEYS, **model})
-    spec.runs = _runs(f, d, common, seeds, out, lim, spec.store, spec.model, pending)
+    spec.reproduce = _load_reproduce(f, d, common)
+    spec.runs = _runs(f, d, common, seeds, out, lim, spec.store, spec.model, pending) if "runs" in d or \
+        spec.reproduce is None else []
     spec.steps = steps
     names = [r["name"] for r in spec.runs] + [s["run"] for s in spec.steps if s["run"]]
     spec.reports = _load_reports(f, d, common, names, spec.about)
@@ -308,11 +341,15 @@ def run_experiment(path, limit: int | None = None, ray: bool = False, workers: i
                    dry_run: bool = False, show_progress: bool = True, only: list[str] | None = None) -> list[dict]:
     """Run an experiment file: its `before` steps, every run whose folder is not complete (locally one after the
     other, or with `ray=True` as Ray tasks, `workers` at once; the same cell runner as `megrag-kit scale grid`), its
-    `after` steps, then its reports (`render_reports`). A complete run folder is skipped, an unfinished one resumes.
-    `dry_run=True` only plans: it checks the file and tells each run's state. Returns the cells (`state`: `complete`,
-    `todo`, `done` with `summary`, `error` with `error`, `other run: ...`). `ExperimentFileError` for a bad file or
-    (when not a dry run) a folder holding a run of other settings; `RuntimeError` when a step or a run fails (the
-    other runs still ran).
+    `after` steps, its reports (`render_reports`), then the notebooks of its `[reproduce]` table (`reproduce`). A
+    complete run folder is skipped, an unfinished one resumes. `dry_run=True` only plans: it checks the file and tells
+    each run's state (and with `[reproduce]`, executes the notebooks with their runs looked up, not answered).
+    Returns the cells (`state`: `complete`, `todo`, `done` with `summary`, `error` with `error`, `other run: ...`),
+    and last, with `[reproduce]`, one cell `{"name": "reproduce", "out": its folder, "state", "notebooks": what
+    `reproduce` returned}` (state `done`; in a dry run `complete` when no run would be answered anew, else `todo`).
+    `ExperimentFileError` for a bad file or (when not a dry run) a folder holding a run of other settings, or a
+    notebook parameter the notebooks do not declare; `RuntimeError` when a step or a run fails (the other runs still
+    ran) and `ExperimentError` (a `RuntimeError`) when a notebook fails.
 
     `only` (run names): run just those (the `before` steps still run when their files are missing), so that two
     processes can share a machine's cores by splitting an experiment's runs between them; the reports are rendered
@@ -326,9 +363,9 @@ def run_experiment(path, limit: int | None = None, ray: bool = False, workers: i
                                       + ", ".join(names))
         keep = [r for r in spec.runs if r["name"] in only]
         spec, rest = replace(spec, runs=keep), spec
-    cells, jobs = experiment_jobs(spec)
+    cells, jobs = experiment_jobs(spec) if spec.runs else ([], [])
     other = [c for c in cells if c["state"].startswith("other run")]
-    if dry_run: return cells
+    if dry_run: return cells + ([_reproduce(spec, True, show_progress)] if spec.reproduce and not only else [])
     if other: raise ExperimentFileError(f"{spec.path}: {other[0]['out']} holds another run ({other[0]['state']}): "
                                         "the experiment file does not reproduce it; change the file or the out folder")
     _steps(spec, "before", show_progress)
@@ -344,7 +381,17 @@ def run_experiment(path, limit: int | None = None, ray: bool = False, workers: i
         spec = rest
     _steps(spec, "after", show_progress)
     render_reports(spec)
-    return cells
+    return cells + ([_reproduce(spec, False, show_progress)] if spec.reproduce else [])
+
+def _reproduce(spec: ExperimentSpec, dry_run: bool, show_progress: bool) -> dict:
+    "The `[reproduce]` stage of `run_experiment`: its cell (see there)."
+    r = spec.reproduce
+    try: done = reproduce(r["profile"], r["only"], dict(r["params"]), r["out"], progress=show_progress,
+                          figures_dir=r["figures"], dry_run=dry_run)
+    except ValueError as e: raise ExperimentFileError(f"{spec.path}: reproduce: {e}") from None
+    state = "done" if not dry_run else "complete" if not any(d["to_answer"] or d["stopped"] for d in done.values()) \
+        else "todo"
+    return dict(name="reproduce", out=r["out"] or default_out(r["profile"]), state=state, notebooks=done)
 
 # %% ../nbs/97_experiment.ipynb #5d91ece8
 def _toml(v) -> str:

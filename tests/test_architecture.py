@@ -66,6 +66,7 @@ DECLARED = {
        for m in ("report", "viz", "reproduce", "scale")},
     ("experiment", "scale"): "runs an experiment file's runs through the grid cell runner (scale.run_jobs)",
     ("experiment", "report"): "renders an experiment file's reports",
+    ("experiment", "reproduce"): "an experiment file's [reproduce] table executes the experiment notebooks",
     **{("cli", m): "the command line drives it"
        for m in ("runner", "report", "viz", "reproduce", "scale", "experiment", "distill")},
 }

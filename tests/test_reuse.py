@@ -35,9 +35,14 @@ def test_reading_a_complete_run_writes_no_file_and_asks_nothing(demo, tmp_path):
 
 @pytest.mark.slow
 def test_the_committed_demo_reproduction_is_reused_whole():
-    "A clone's `reproduce --profile demo --dry-run`: every run the notebooks read is committed and complete (real models: their identities)."
-    from megrag_kit.reproduce import reproduce
-    d = reproduce("demo", progress=False, dry_run=True, figures_dir=False)
+    """A clone's `megrag-kit experiment run experiments/reproduce-demo.toml --dry-run` (the README's `reproduce
+    --profile demo`, declared): every run the notebooks read is committed and complete (real models: their
+    identities)."""
+    from megrag_kit.experiment import run_experiment
+    root = Path(__file__).resolve().parents[1]
+    [cell] = run_experiment(root / "experiments" / "reproduce-demo.toml", dry_run=True, show_progress=False)
+    assert (cell["name"], cell["state"], cell["out"]) == ("reproduce", "complete", root / "runs" / "reproduce-demo")
+    d = cell["notebooks"]
     assert all(v["stopped"] is None for v in d.values())
     assert sum(len(v["runs"]) for v in d.values()) > 50
     assert {n: v["to_answer"] for n, v in d.items()} == {n: 0 for n in d}
