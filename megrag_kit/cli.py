@@ -564,7 +564,9 @@ def experiment_run(file: Path = typer.Argument(..., help="an experiment file (TO
                    ray: bool = typer.Option(False, help="run the runs as Ray tasks (the cell runner of `scale grid`)"),
                    workers: int = typer.Option(2, min=1, help="runs in flight on Ray"),
                    address: str = typer.Option(None, help="a Ray cluster to join; default: a local instance"),
-                   dry_run: bool = typer.Option(False, help="check the file and print each run's state; run nothing"),
+                   dry_run: bool = typer.Option(False, help="check the file and print each run's state; answer "
+                                                "nothing (a [reproduce] table's notebooks run with their runs looked "
+                                                "up: minutes)"),
                    run: list[str] = typer.Option(None, "--run", help="only this run (repeatable): split an "
                                                  "experiment's runs between processes; the reports wait for all")):
     """Run an experiment file: its steps, every run not complete (a complete one is skipped, an unfinished one

@@ -11,7 +11,7 @@ from .index import StoreOptions
 from .method import ConfigError, get_method
 from .models import ModelOptions, build_model, parse_model_spec
 from .report import report
-from .reproduce import EXPERIMENTS, PROFILES, default_out, reproduce
+from .reproduce import EXPERIMENTS, PROFILES, default_out, plan_reproduction, reproduce
 from .scale import _as_dataset, cell_job, cell_state, run_jobs
 
 # %% auto #0
@@ -185,27 +185,32 @@ def _load_reports(f, d: dict, common: dict, names: list[str], about: str) -> lis
         reports.append(rep)
     return reports
 
-def _load_reproduce(f, d: dict, common: dict) -> dict | None:
-    """The file's `[reproduce]` table checked: `profile` (default `demo`) one of `PROFILES`, `only` a list of
-    `EXPERIMENTS` names, `params` a table, `out` a folder (names filled), `figures` a folder or `false`.
-    `ExperimentFileError` naming the field; the notebooks' own parameter names are checked by `reproduce` when it
-    starts, before any notebook runs. `None` when the file has no such table."""
-    r = d.get("reproduce")
-    if r is None: return None
+# %% ../nbs/97_experiment.ipynb #02904c4a
+def _load_reproduce(f, r, limit: int | None) -> dict:
+    """The file's `[reproduce]` table `r` checked: `profile` (default `demo`) one of `PROFILES`, `only` a list of
+    `EXPERIMENTS` names, `params` a table (`limit`, when given to the driver and not set here, joins it), `out` a
+    folder, `figures` a folder or `false`; `{limit}` and `{dataset}` in the folders are the notebooks' (`params`, else
+    the profile's). `ExperimentFileError` naming the field; the notebooks' own parameter names are checked by
+    `plan_reproduction` before anything runs."""
     where = f"{f}: reproduce"
-    if not isinstance(r, dict): raise ExperimentFileError(f"{where} must be a table ([reproduce])")
+    if not isinstance(r, dict): raise ExperimentFileError(f"{where} must be a table ([reproduce]), got {r!r}")
     _unknown(where, r, REPRODUCE_KEYS)
     profile, only, params = r.get("profile", "demo"), r.get("only"), r.get("params", {})
-    if profile not in PROFILES: raise ExperimentFileError(f"{where}: profile {profile!r} is none of {list(PROFILES)}")
+    if not isinstance(profile, str) or profile not in PROFILES:
+        raise ExperimentFileError(f"{where}: profile {profile!r} is none of {list(PROFILES)}")
     if only is not None and not (isinstance(only, list) and only and all(n in EXPERIMENTS for n in only)):
         raise ExperimentFileError(f"{where}: only must be a non-empty list of {list(EXPERIMENTS)}, got {only!r}")
     if not isinstance(params, dict): raise ExperimentFileError(f"{where}: params must be a table, got {params!r}")
-    figures = r.get("figures")
-    if figures is not None and not (figures is False or isinstance(figures, str)):
-        raise ExperimentFileError(f"{where}: figures must be a folder or false, got {figures!r}")
-    fill = lambda x: _fill(x, common, where)
-    return dict(profile=profile, only=only, params=params, out=Path(fill(r["out"])) if r.get("out") else None,
-                figures=Path(fill(figures)) if isinstance(figures, str) else figures)
+    for k in ("out", "figures"):
+        v = r.get(k)
+        if v is not None and not isinstance(v, str) and not (k == "figures" and v is False):
+            raise ExperimentFileError(f"{where}: {k} must be a folder{' or false' if k == 'figures' else ''}, "
+                                      f"got {v!r}")
+    params = {**params, **({"limit": limit} if limit is not None and "limit" not in params else {})}
+    nb = {**PROFILES[profile], **params}
+    fill = lambda x: Path(_fill(x, dict(limit=nb.get("limit") or "all", dataset=nb.get("dataset")), where))
+    return dict(profile=profile, only=only, params=params, out=fill(r["out"]) if r.get("out") else None,
+                figures=fill(r["figures"]) if r.get("figures") else r.get("figures"))
 
 # %% ../nbs/97_experiment.ipynb #abbbdb45
 def load_experiment(path, limit: int | None = None) -> ExperimentSpec:
@@ -215,15 +220,14 @@ def load_experiment(path, limit: int | None = None) -> ExperimentSpec:
     the names follows it). Names and paths may use `{limit}`, `{dataset}`, `{method}`, `{seed}` and the run's
     parameters (`{variant}`, `{lam}`...). A run's student `BASE+lora:PATH` may name an adapter folder that does not
     exist yet when a `before` step creates it (its `creates` lies in PATH: the training of the student). A file with
-    a `[reproduce]` table may have no runs, and then no `dataset` (its profile's).
+    a `[reproduce]` table may have no runs (`_notebooks_only`).
     `ExperimentFileError` naming the file, the record and the field;
     `FileNotFoundError` for a missing file."""
     f = Path(path)
     try: d = tomllib.loads(f.read_text())
     except tomllib.TOMLDecodeError as e: raise ExperimentFileError(f"{f}: not TOML: {e}") from None
     _unknown(str(f), d, TOP_KEYS)
-    if "reproduce" in d and "runs" not in d and "dataset" not in d:      # the notebooks only: the profile's dataset
-        d = {**d, "dataset": PROFILES.get((d["reproduce"] or {}).get("profile", "demo"), {}).get("dataset", "")}
+    if "reproduce" in d and not d.get("runs"): return _notebooks_only(f, d, limit)
     if not isinstance(d.get("dataset"), str): raise ExperimentFileError(f"{f}: dataset must be a dataset name (string)")
     lim = limit if limit is not None else d.get("limit")
     if lim is not None and (isinstance(lim, bool) or not isinstance(lim, int) or lim < 1):
@@ -242,14 +246,25 @@ def load_experiment(path, limit: int | None = None) -> ExperimentSpec:
     _check_options(f, {**STORE_KEYS, **store}, {**MODEL_KEYS, **model}, pending)
     spec = ExperimentSpec(f, d.get("about", ""), d["dataset"], lim, seeds, out, {**STORE_KEYS, **store},
                           {**MODEL_KEYS, **model})
-    spec.reproduce = _load_reproduce(f, d, common)
-    spec.runs = _runs(f, d, common, seeds, out, lim, spec.store, spec.model, pending) if "runs" in d or \
-        spec.reproduce is None else []
+    spec.reproduce = _load_reproduce(f, d["reproduce"], limit) if "reproduce" in d else None
+    spec.runs = _runs(f, d, common, seeds, out, lim, spec.store, spec.model, pending)
     spec.steps = steps
     names = [r["name"] for r in spec.runs] + [s["run"] for s in spec.steps if s["run"]]
     spec.reports = _load_reports(f, d, common, names, spec.about)
     spec.command = f"megrag-kit experiment run {f}" + (f" --limit {lim}" if lim != d.get("limit") else "")
     return spec
+
+def _notebooks_only(f, d: dict, limit: int | None) -> ExperimentSpec:
+    """The spec of a file with no runs: only `about` and `[reproduce]`, whose `params` hold the notebooks' dataset,
+    limit and models (`ExperimentFileError` naming any other field)."""
+    if extra := sorted(set(d) - {"about", "reproduce", "runs"}):
+        raise ExperimentFileError(f"{f}: {', '.join(extra)}: a file without runs declares only about and [reproduce] "
+                                  "(the notebooks' dataset, limit and models go in [reproduce.params])")
+    r = _load_reproduce(f, d["reproduce"], limit)
+    ds = {**PROFILES[r["profile"]], **r["params"]}.get("dataset")
+    return ExperimentSpec(f, d.get("about", ""), str(ds), r["params"].get("limit"), [0], Path("runs"),
+                          dict(STORE_KEYS), dict(MODEL_KEYS), reproduce=r,
+                          command=f"megrag-kit experiment run {f}" + (f" --limit {limit}" if limit else ""))
 
 # %% ../nbs/97_experiment.ipynb #16a9ab59
 def _recorded(x):
@@ -347,15 +362,17 @@ def run_experiment(path, limit: int | None = None, ray: bool = False, workers: i
     Returns the cells (`state`: `complete`, `todo`, `done` with `summary`, `error` with `error`, `other run: ...`),
     and last, with `[reproduce]`, one cell `{"name": "reproduce", "out": its folder, "state", "notebooks": what
     `reproduce` returned}` (state `done`; in a dry run `complete` when no run would be answered anew, else `todo`).
-    `ExperimentFileError` for a bad file or (when not a dry run) a folder holding a run of other settings, or a
-    notebook parameter the notebooks do not declare; `RuntimeError` when a step or a run fails (the other runs still
-    ran) and `ExperimentError` (a `RuntimeError`) when a notebook fails.
+    `ExperimentFileError` for a bad file, (when not a dry run) a folder holding a run of other settings, or a
+    `[reproduce]` table that `plan_reproduction` refuses (checked first, before any step or run); `RuntimeError` when
+    a step or a run fails (the other runs still ran) and `ExperimentError` (a `RuntimeError`) when a notebook fails.
 
     `only` (run names): run just those (the `before` steps still run when their files are missing), so that two
     processes can share a machine's cores by splitting an experiment's runs between them; the reports are rendered
-    only once every run of the file is complete. Returns only those runs' cells. `ExperimentFileError` for a name
-    the file does not have."""
+    only once every run of the file is complete, and the `[reproduce]` notebooks only by a run of the whole file (not
+    with `only`, so two processes never execute them into one folder). Returns only those runs' cells.
+    `ExperimentFileError` for a name the file does not have."""
     spec = load_experiment(path, limit)
+    if spec.reproduce and not only: _reproduce(spec, None, show_progress)    # its checks first, loading nothing
     if only:
         names = [r["name"] for r in spec.runs]
         if missing := [n for n in only if n not in names]:
@@ -381,13 +398,19 @@ def run_experiment(path, limit: int | None = None, ray: bool = False, workers: i
         spec = rest
     _steps(spec, "after", show_progress)
     render_reports(spec)
+    if spec.reproduce and only:                     # one process runs the notebooks: the file without --run
+        if show_progress: print(f"{spec.path}: its [reproduce] notebooks run from the file without --run", flush=True)
+        return cells
     return cells + ([_reproduce(spec, False, show_progress)] if spec.reproduce else [])
 
-def _reproduce(spec: ExperimentSpec, dry_run: bool, show_progress: bool) -> dict:
-    "The `[reproduce]` stage of `run_experiment`: its cell (see there)."
+# %% ../nbs/97_experiment.ipynb #b66a0fe2
+def _reproduce(spec: ExperimentSpec, dry_run: bool | None, show_progress: bool) -> dict | None:
+    "The `[reproduce]` stage of `run_experiment`: its cell (see there); `dry_run=None` only checks (`None`)."
     r = spec.reproduce
-    try: done = reproduce(r["profile"], r["only"], dict(r["params"]), r["out"], progress=show_progress,
-                          figures_dir=r["figures"], dry_run=dry_run)
+    try:
+        if dry_run is None: plan_reproduction(r["profile"], r["only"], dict(r["params"]), r["out"]); return None
+        done = reproduce(r["profile"], r["only"], dict(r["params"]), r["out"], progress=show_progress,
+                         figures_dir=r["figures"], dry_run=dry_run)
     except ValueError as e: raise ExperimentFileError(f"{spec.path}: reproduce: {e}") from None
     state = "done" if not dry_run else "complete" if not any(d["to_answer"] or d["stopped"] for d in done.values()) \
         else "todo"

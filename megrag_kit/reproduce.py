@@ -22,13 +22,13 @@ from fastcore.basics import patch
 __all__ = ['COMMON_PARAMS', 'KEYED_LLM_OPTIONS', 'SHIPPED_SPECS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset',
            'check_models', 'check_params', 'hardware', 'default_out', 'markdown_table', 'Experiment',
            'keyed_llm_options', 'read_run', 'newest_run', 'repo_relative', 'structure', 'ExperimentError',
-           'notebooks_dir', 'notebook_params', 'profile_datasets', 'check_datasets', 'publish_figures', 'reproduce']
+           'notebooks_dir', 'notebook_params', 'profile_datasets', 'check_datasets', 'publish_figures',
+           'plan_reproduction', 'reproduce']
 
 # %% ../nbs/95_reproduce.ipynb #eaa5efbe
 def paper_dataset(name: str) -> str | None:
     "The paper's dataset key for a kit dataset name (`demo` is 2Wiki dev questions); `None` when the paper has none."
-    return {"demo": "2wikimultihopqa", "2wikimultihopqa": "2wikimultihopqa", "hotpotqa": "hotpotqa",
-            "musique": "musique"}.get(name)
+    return "2wikimultihopqa" if name == "demo" else name if name in ("2wikimultihopqa", "hotpotqa", "musique") else None
 
 # %% ../nbs/95_reproduce.ipynb #697d5645
 COMMON_PARAMS = ("dataset", "limit", "llm", "embedder", "device", "seed", "out", "batch_size")
@@ -105,8 +105,7 @@ def hardware() -> dict:
     return hw
 
 def default_out(profile: str = "demo") -> Path:
-    """The default output folder: `runs/reproduce-<profile>` in the repository that holds the working directory (else
-    in it)."""
+    "The default output folder: `runs/reproduce-<profile>` of the repository holding the working directory (or in it)."
     root = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "settings.ini").exists()), Path.cwd())
     return root / "runs" / f"reproduce-{profile}"
 
@@ -609,6 +608,24 @@ def _check_profile_models(profile: str, params: dict | None) -> dict | None:
     if isinstance(st, str) and st not in ("", "shipped"): check_model_spec(st, "llm")
     return {**params, "llm_options": opts} if params and "llm_options" in params else params
 
+# %% ../nbs/95_reproduce.ipynb #6c01fede
+def plan_reproduction(profile: str = "demo", only: list[str] | None = None, params: dict | None = None,
+                      out=None) -> tuple[list, dict, Path, dict | None]:
+    """`reproduce`'s checks, loading nothing: `(todo, parameters, out, params)` (the `(name, notebook)` pairs, each
+    one's papermill parameters, the output folder, `params` with `llm_options` converted); `ValueError` for an unknown
+    profile, experiment or parameter, a missing model or adapter folder or a bad common value."""
+    if profile not in PROFILES: raise ValueError(f"unknown profile {profile!r}; one of {list(PROFILES)}")
+    bad = [n for n in (only or []) if n not in EXPERIMENTS]
+    if bad: raise ValueError(f"unknown experiment {bad[0]!r}; one of {list(EXPERIMENTS)}")
+    nbs, out = notebooks_dir(), Path(out) if out else default_out(profile)
+    params = _check_profile_models(profile, params)
+    todo = [(n, nbs / EXPERIMENTS[n]) for n in (only or EXPERIMENTS)]
+    known = {k for f in EXPERIMENTS.values() for k in notebook_params(nbs / f)}
+    nb_out = Path(repo_relative(str(out.resolve()), nbs.parent))    # the notebooks run there: relative inside it
+    ps = {n: _experiment_params(n, src, profile, params, nb_out, known) for n, src in todo}
+    for n, src in todo: _check_common(n, src, ps[n])
+    return todo, ps, out, params
+
 # %% ../nbs/95_reproduce.ipynb #04fa0850
 def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict | None = None, out=None,
               progress: bool = True, kernel: str = "python3", check: bool = False, figures_dir=None,
@@ -616,9 +633,11 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     """Execute the experiment notebooks (`EXPERIMENTS`, or the names in `only`) with papermill under `profile`'s
     parameters updated by `params`; returns `{name: {"notebook": executed path, "outputs": [paths], "wall_s": s}}`.
 
-    The models are checked first, loading nothing (`check_models`, and a `student` spec): a model or adapter folder
-    that does not exist is refused with the message `megrag-kit run` gives; `params["llm_options"]` (`LLM_OPTIONS`
-    for every LLM the notebooks load, values as typed or as JSON strings) reaches the notebooks converted.
+    Everything is checked before the first notebook starts, loading nothing (`plan_reproduction`): the models (a
+    missing model or adapter folder refused with the message `megrag-kit run` gives), every notebook's parameter
+    names and common values such as `limit`; `params["llm_options"]` (`LLM_OPTIONS` for every LLM the notebooks load,
+    as typed or as JSON strings) reaches the notebooks converted. A notebook writes into a staging folder that
+    replaces the committed outputs only when it succeeded (`_execute`).
 
     `check=True` answers nothing: every dataset the parameters name must load (`check_datasets`: `ExperimentError`
     naming those that do not, e.g. without the benchmark data folder), then each notebook runs only its parameters
@@ -633,36 +652,22 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     experiments' figures, so the copy is still the whole reproduction), to `figures/reproduce-demo/` of the
     repository (the README and the documentation link them from there); `figures_dir=False` copies nothing.
 
-    Every notebook's parameters are checked first (unknown names, and the common values such as `limit`: a
-    `ValueError` before any notebook starts). A notebook writes into a staging folder that replaces the committed
-    outputs only when it succeeded (`_execute`).
-
     `dry_run=True` answers nothing and changes no file: each notebook is executed with its runs only looked up;
     `{name: {"runs": [{folder, questions, to_answer}], "to_answer": runs with questions missing, "stopped":
     the error that ended it early (a cell that needed a missing run's rows; its count is then a lower bound) or
     None}}`. On a fresh clone of the repository every `to_answer` is 0: the committed runs are reused."""
     import papermill as pm
-    if profile not in PROFILES: raise ValueError(f"unknown profile {profile!r}; one of {list(PROFILES)}")
-    names = list(only or EXPERIMENTS)
-    bad = [n for n in names if n not in EXPERIMENTS]
-    if bad: raise ValueError(f"unknown experiment {bad[0]!r}; one of {list(EXPERIMENTS)}")
-    nbs = notebooks_dir(); root = nbs.parent
-    out, done = (Path(out) if out else default_out(profile)), {}
-    params = _check_profile_models(profile, params)                     # no model loads; before the datasets
+    todo, ps, out, params = plan_reproduction(profile, only, params, out)    # every check first; nothing loads
+    root, done = notebooks_dir().parent, {}
     if check: check_datasets(profile_datasets({**PROFILES[profile], **(params or {})}), profile)
-    todo = [(n, nbs / EXPERIMENTS[n]) for n in names]
-    known = {k for f in EXPERIMENTS.values() for k in notebook_params(nbs / f)}
-    nb_out = Path(repo_relative(str(out.resolve()), root))    # the notebooks run in `root`: relative inside it
-    ps = {n: _experiment_params(n, src, profile, params, nb_out, known) for n, src in todo}   # every check first
-    for n, src in todo: _check_common(n, src, ps[n])
     if dry_run: return _dry_run(pm, todo, ps, out, root, kernel, progress)
     for i, (n, src) in enumerate(todo, 1):
         p = ps[n]
         if check:
             done[n] = dict(notebook=None, outputs=[], wall_s=_check_notebook(pm, src, p, root, kernel, n))
-            if progress: print(f"[{i}/{len(names)}] {n}: parameters valid ({done[n]['wall_s']} s)", flush=True)
+            if progress: print(f"[{i}/{len(todo)}] {n}: parameters valid ({done[n]['wall_s']} s)", flush=True)
             continue
-        done[n] = _execute(pm, n, src, p, out, root, kernel, progress, f"[{i}/{len(names)}]")
+        done[n] = _execute(pm, n, src, p, out, root, kernel, progress, f"[{i}/{len(todo)}]")
     if figures_dir is None and profile == "demo" and out == default_out(profile):
         figures_dir = root / "figures" / f"reproduce-{profile}"
     if figures_dir and not check:

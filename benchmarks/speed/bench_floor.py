@@ -70,8 +70,10 @@ def llm_parameters(llm) -> int:
     from math import prod
     from safetensors import safe_open
     n = 0
-    for f in sorted(Path(llm.path).glob("*.safetensors")):
+    for f in sorted(Path(llm.path).glob("*.safetensors")) if Path(llm.path).is_dir() else []:
         with safe_open(str(f), "pt") as st: n += sum(prod(st.get_slice(k).get_shape()) for k in st.keys())
+    if not n: raise ValueError(f"cannot count the parameters of {llm.model_id}: a transformers or CTranslate2 LLM is "
+                               "needed (no torch module, no safetensors folder)")
     return n
 
 

@@ -7,17 +7,20 @@ The machine is measured first, in this process and at these threads (the peak ma
 as `bench_floor.py` measures it). For each embedder the corpus's passages are tokenized as the embedder reads them (its
 tokenizer, cut at its input limit, special tokens included) and the floor of their encoder work is computed from
 those tokens: for a passage of T word pieces, 2 x N x T for the encoder's weight matrices (N: the parameters of its
-layers, the embedding tables apart, which are looked up, not multiplied) plus 4 x layers x width x T^2 for the
-attention scores and their weighted sums; summed over the passages and divided by the peak of the embedder's
-precision (fp32 or bf16). The tokens the embedder actually computes are also counted (each batch padded to its
-longest text), for the kit's order (longest first, 256 texts a call, batches of 64) and, for comparison, for the
-corpus order.
+layers, the embedding tables apart, which are looked up, not multiplied; BERT's pooler, 1.4% of N for MiniLM, is
+counted though mean pooling does not use it, so the floor is that much too high) plus 4 x layers x width x T^2 for
+the attention scores and their weighted sums; summed over the passages and divided by the peak of the embedder's
+precision (fp32 or bf16). The tokens the embedder computes are also counted (each batch padded to its longest
+text), for the kit's order (longest first, 256 texts a call, batches of 64) and, for comparison, for the corpus
+order: a simulation that sorts each call by word pieces, where sentence-transformers sorts by characters, so its
+padding is a lower bound.
 
 Then the kit's own path is timed, each embedder in an empty store folder: `EvidenceStore.prepare(("passage",))`
 (tokenize, embed, write the vectors and the flat faiss index); and with the first embedder, the other views of a
 whole build one at a time: BM25 (`bm25`), sentences (`sentence`, pysbd) and triples (`triple`, spaCy's dependency
 parse: `openie_backend="parser"`). With `--corpus-order` the first embedder's vectors are also made in corpus order,
-256 texts a call (the order the kit used before), to show what the order saves. Nothing here asserts a time; the
+256 texts a call (the order the kit used before), to show what the order saves: that row times the embedding alone
+(no tokenizing for the manifest, no faiss index), so it understates the saving. Nothing here asserts a time; the
 UTC time and load average of each measurement are printed and written, with `--out F.md`, to `F.md`."""
 import argparse, os, sys, tempfile, time
 from pathlib import Path
@@ -45,7 +48,8 @@ def encoder_shape(emb) -> dict:
 
 def computed_tokens(lengths: np.ndarray, order: np.ndarray, chunk: int = 256, batch: int = 64) -> int:
     """Tokens the embedder computes when given the texts in `order`, `chunk` a call, each call sorted by length and
-    cut into batches of `batch` padded to their longest text (what sentence-transformers' `encode` does)."""
+    cut into batches of `batch` padded to their longest text (sentence-transformers' `encode` sorts by characters,
+    this by the word pieces `lengths`: a lower bound)."""
     total = 0
     for c in range(0, len(order), chunk):
         ls = np.sort(lengths[order[c:c + chunk]])[::-1]
