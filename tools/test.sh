@@ -8,7 +8,7 @@
 #                                       notebooks that have `#| data` cells, with them, and pytest -m "slow or data"
 #                                       (tests that load a real model or read the data; tests/conftest.py marks them)
 # pytest runs on two worker processes (MEGRAG_KIT_TEST_WORKERS, default 2; 1: in this process).
-# Extra arguments go to pytest (e.g. `bash tools/test.sh --fast -x tests/test_metrics.py`). A selection with no test in
+# Extra arguments go to pytest (e.g. `bash tools/test.sh --fast -x tests/test_index.py`). A selection with no test in
 # the chosen tier passes, saying so; one that matches no test at all fails with pytest's exit status 5.
 set -uo pipefail
 cd "$(dirname "$0")/.."
