@@ -188,7 +188,7 @@ def _load_reports(f, d: dict, common: dict, names: list[str], about: str) -> lis
 # %% ../nbs/97_experiment.ipynb #02904c4a
 def _load_reproduce(f, r, limit: int | None) -> dict:
     """The file's `[reproduce]` table `r` checked: `profile` (default `demo`) one of `PROFILES`, `only` a list of
-    `EXPERIMENTS` names, `params` a table (`limit`, when given to the driver and not set here, joins it), `out` a
+    `EXPERIMENTS` names, `params` a table (not `out`; a `limit` given to the driver replaces its own), `out` a
     folder, `figures` a folder or `false`; `{limit}` and `{dataset}` in the folders are the notebooks' (`params`, else
     the profile's). `ExperimentFileError` naming the field; the notebooks' own parameter names are checked by
     `plan_reproduction` before anything runs."""
@@ -201,12 +201,13 @@ def _load_reproduce(f, r, limit: int | None) -> dict:
     if only is not None and not (isinstance(only, list) and only and all(n in EXPERIMENTS for n in only)):
         raise ExperimentFileError(f"{where}: only must be a non-empty list of {list(EXPERIMENTS)}, got {only!r}")
     if not isinstance(params, dict): raise ExperimentFileError(f"{where}: params must be a table, got {params!r}")
+    if "out" in params: raise ExperimentFileError(f"{where}: params: out is the table's own field ([reproduce] out)")
     for k in ("out", "figures"):
         v = r.get(k)
-        if v is not None and not isinstance(v, str) and not (k == "figures" and v is False):
+        if v is not None and not (isinstance(v, str) and v) and not (k == "figures" and v is False):
             raise ExperimentFileError(f"{where}: {k} must be a folder{' or false' if k == 'figures' else ''}, "
                                       f"got {v!r}")
-    params = {**params, **({"limit": limit} if limit is not None and "limit" not in params else {})}
+    params = {**params, **({"limit": limit} if limit is not None else {})}          # --limit replaces the file's
     nb = {**PROFILES[profile], **params}
     fill = lambda x: Path(_fill(x, dict(limit=nb.get("limit") or "all", dataset=nb.get("dataset")), where))
     return dict(profile=profile, only=only, params=params, out=fill(r["out"]) if r.get("out") else None,
@@ -227,7 +228,11 @@ def load_experiment(path, limit: int | None = None) -> ExperimentSpec:
     try: d = tomllib.loads(f.read_text())
     except tomllib.TOMLDecodeError as e: raise ExperimentFileError(f"{f}: not TOML: {e}") from None
     _unknown(str(f), d, TOP_KEYS)
+    if not isinstance(d.get("about", ""), str): raise ExperimentFileError(f"{f}: about must be a string (one line)")
     if "reproduce" in d and not d.get("runs"): return _notebooks_only(f, d, limit)
+    if not d.get("runs"):
+        raise ExperimentFileError(f"{f}: runs: an experiment declares at least one run ([[runs]] name, method) or a "
+                                  "[reproduce] table")
     if not isinstance(d.get("dataset"), str): raise ExperimentFileError(f"{f}: dataset must be a dataset name (string)")
     lim = limit if limit is not None else d.get("limit")
     if lim is not None and (isinstance(lim, bool) or not isinstance(lim, int) or lim < 1):
@@ -377,7 +382,7 @@ def run_experiment(path, limit: int | None = None, ray: bool = False, workers: i
         names = [r["name"] for r in spec.runs]
         if missing := [n for n in only if n not in names]:
             raise ExperimentFileError(f"{spec.path}: no run named {', '.join(map(repr, missing))}; its runs: "
-                                      + ", ".join(names))
+                                      + (", ".join(names) or "none (the file has only [reproduce])"))
         keep = [r for r in spec.runs if r["name"] in only]
         spec, rest = replace(spec, runs=keep), spec
     cells, jobs = experiment_jobs(spec) if spec.runs else ([], [])
