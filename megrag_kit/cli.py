@@ -572,12 +572,14 @@ def experiment_run(file: Path = typer.Argument(..., help="an experiment file (TO
     """Run an experiment file: its steps, every run not complete (a complete one is skipped, an unfinished one
     resumes), its reports, then the notebooks of its [reproduce] table (the papers' tables and figures). `--run NAME`
     (repeatable) runs only those runs, so two processes can share the cores: the reports and notebooks wait until
-    every run is complete. Exit status 1 when a run, a step or a notebook failed."""
+    every run is complete. Exit status 1 when a run, a step or a notebook failed, and with `--dry-run` 3 when something
+    would be answered anew (a run or a notebook's run not complete), as `reproduce --dry-run`."""
     from megrag_kit.experiment import ExperimentFileError, run_experiment
     if ray and not dry_run: _need_ray()
     try: cells = run_experiment(file, limit, ray, workers, address, dry_run, only=run)
     except (ExperimentFileError, RuntimeError) as e: typer.echo(f"Error: {e}", err=True); raise typer.Exit(1)
     for c in cells: typer.echo(f"{c['state']:8s} {c['out']}" + (f"  {c['error']}" if c.get("error") else ""))
+    if dry_run and any(c["state"] != "complete" for c in cells): raise typer.Exit(3)
 
 # %% ../nbs/99_cli.ipynb #1c56dc05
 @experiment_app.command("report")

@@ -138,9 +138,11 @@ def test_from_runs_writes_the_file_that_finds_the_folders_complete(tmp_path):
 def test_the_cli_runs_plans_and_renders(tmp_path):
     f = write(tmp_path)
     r = CliRunner().invoke(app, ["experiment", "run", str(f), "--dry-run"])
-    assert r.exit_code == 0 and r.output.split("\n")[0] == f"todo     {tmp_path / 'runs' / 'demo3-oracle'}", r.output
+    assert r.exit_code == 3 and r.output.split("\n")[0] == f"todo     {tmp_path / 'runs' / 'demo3-oracle'}", r.output
     r = CliRunner().invoke(app, ["experiment", "run", str(f)])
     assert r.exit_code == 0 and sum(line.startswith("done ") for line in r.output.split("\n")) == 4, r.output
+    r = CliRunner().invoke(app, ["experiment", "run", str(f), "--dry-run"])        # all complete now: nothing to do
+    assert r.exit_code == 0 and r.output.startswith("complete "), r.output
     r = CliRunner().invoke(app, ["experiment", "report", str(f)])
     assert r.exit_code == 0 and "| demo3-oracle minus demo3-direct-p1 | 3 |" in r.output
     r = CliRunner().invoke(app, ["experiment", "from-runs", str(tmp_path / "runs" / "demo3-oracle"), "--about", "x"])
