@@ -377,7 +377,7 @@ def run_experiment(path, limit: int | None = None, ray: bool = False, workers: i
     with `only`, so two processes never execute them into one folder). Returns only those runs' cells.
     `ExperimentFileError` for a name the file does not have."""
     spec = load_experiment(path, limit)
-    if spec.reproduce and not only: _reproduce(spec, None, show_progress)    # its checks first, loading nothing
+    if spec.reproduce and not only: _call_reproduce(spec, plan_reproduction)   # its checks first, loading nothing
     if only:
         names = [r["name"] for r in spec.runs]
         if missing := [n for n in only if n not in names]:
@@ -409,14 +409,17 @@ def run_experiment(path, limit: int | None = None, ray: bool = False, workers: i
     return cells + ([_reproduce(spec, False, show_progress)] if spec.reproduce else [])
 
 # %% ../nbs/97_experiment.ipynb #b66a0fe2
-def _reproduce(spec: ExperimentSpec, dry_run: bool | None, show_progress: bool) -> dict | None:
-    "The `[reproduce]` stage of `run_experiment`: its cell (see there); `dry_run=None` only checks (`None`)."
+def _call_reproduce(spec: ExperimentSpec, fn, **kw):
+    """`fn` (`plan_reproduction` or `reproduce`) on the file's `[reproduce]` table, its `ValueError` raised as the
+    file's `ExperimentFileError`."""
     r = spec.reproduce
-    try:
-        if dry_run is None: plan_reproduction(r["profile"], r["only"], dict(r["params"]), r["out"]); return None
-        done = reproduce(r["profile"], r["only"], dict(r["params"]), r["out"], progress=show_progress,
-                         figures_dir=r["figures"], dry_run=dry_run)
+    try: return fn(r["profile"], r["only"], dict(r["params"]), r["out"], **kw)
     except ValueError as e: raise ExperimentFileError(f"{spec.path}: reproduce: {e}") from None
+
+def _reproduce(spec: ExperimentSpec, dry_run: bool, show_progress: bool) -> dict:
+    "The `[reproduce]` stage of `run_experiment`: its cell (see there)."
+    r = spec.reproduce
+    done = _call_reproduce(spec, reproduce, progress=show_progress, figures_dir=r["figures"], dry_run=dry_run)
     state = "done" if not dry_run else "complete" if not any(d["to_answer"] or d["stopped"] for d in done.values()) \
         else "todo"
     return dict(name="reproduce", out=r["out"] or default_out(r["profile"]), state=state, notebooks=done)

@@ -139,6 +139,11 @@ def write_md(out, rows):
         table.append(f"| {r['m']} | {prm} | {r['n']} | {r['s']:.2f} | {r['llm_s']:.2f} | {r['p']:,.0f} | {r['c']:,.0f} "
                      f"| {r['floor']:.3f} ({r['s'] / r['floor']:.1f}x) | {r['floor_bf16']:.3f} ({r['s'] / r['floor_bf16']:.1f}x) "
                      f"| {r['mem']:.2f} | {r['machine']:.2f} ({r['s'] / r['machine']:.1f}x) | {r['la']:.2f} | {r['at']} |")
+    publish(out, table)
+
+
+def publish(out, table: list[str]):
+    "Print the Markdown `table` and, with `out`, write the lines said so far, the table and the time to it."
     print("\n".join(table), flush=True)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)

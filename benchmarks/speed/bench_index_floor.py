@@ -30,13 +30,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_floor import load, now, peak_flops  # noqa: E402  the same peak measurement
-
-LINES: list[str] = []
-
-
-def say(s=""):
-    print(s, flush=True); LINES.append(s)
+from bench_floor import load, now, peak_flops, publish, say  # noqa: E402  the same peak measurement and output
 
 
 def encoder_shape(emb) -> dict:
@@ -143,10 +137,7 @@ def write_md(out, rows, stages):
         t += [f"| {name} | {s:.1f} | {100 * s / whole:.0f}% |" for name, s in stages]
         t.append(f"| whole build | {whole:.1f} | {whole / first['floor']:.2f}x the embedding's compute floor "
                  f"({first['floor']:.1f} s) |")
-    print("\n".join(t), flush=True)
-    if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text("\n".join(LINES) + "\n\n" + "\n".join(t) + f"\n\nlast written {now()}; load average {load()}\n")
+    publish(out, t)
 
 
 if __name__ == "__main__": main()
