@@ -26,6 +26,13 @@ def test_readme_keeps_the_test_command_ci_runs():
     for api in ("load_dataset(", "Resources(", "res.store.search(", "build_method(", "read_predictions("): assert api in guide
 
 
+def test_the_tests_read_the_data_folder_the_kit_reads(tmp_path):
+    "`$MEGRAG_KIT_DATA` (CI's pass without data sets it to a missing folder), else ../shared/data beside the checkout."
+    from conftest import shared_dir
+    assert shared_dir({"MEGRAG_KIT_DATA": str(tmp_path)}) == tmp_path
+    assert shared_dir({"MEGRAG_KIT_DATA": ""}) == shared_dir({}) == ROOT.parent / "shared" / "data"
+
+
 README_MAX_LINES = 200
 
 
