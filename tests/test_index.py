@@ -6,7 +6,7 @@ from megrag_kit.data import load_dataset
 from megrag_kit.index import EvidenceStore, ExtractedView, IndexMismatchError, is_grounded, openie_prompt, split_sentences
 from megrag_kit.method import Resources
 from megrag_kit.models import CostMeter, Embedder, StructuredOutputError, minilm_path, parse_json
-from megrag_kit.retrievers import BM25_TOKEN_PATTERN, BM25Index, DenseIndex, Retriever, embedder_tokenizer, rrf, slug, text_fingerprint, token_lengths, token_windows
+from megrag_kit.retrievers import BM25Index, DenseIndex, Retriever, embedder_tokenizer, slug, text_fingerprint, token_lengths, token_windows
 from conftest import ScriptedLLM, needs_spacy
 from fakes import HashEmbedder
 
@@ -292,73 +292,11 @@ def test_minilm_windows_find_the_tails_of_long_passages(demo, minilm, tmp_path):
 
 # ---- BM25
 
-def test_bm25_agrees_with_rank_bm25(demo, tmp_path):
-    import bm25s
-    from rank_bm25 import BM25Okapi
-    texts = [p.content for p in demo.corpus[:60]]
-    bm = BM25Index(texts, tmp_path)
-    assert isinstance(bm, Retriever)
-    tok = lambda xs: bm25s.tokenize(xs, stopwords="en", return_ids=False, show_progress=False)
-    okapi = BM25Okapi(tok(texts))
-    queries = ["Charles James Mathew barrister", "Teutberga queen of Lotharingia", "film directed by", "Who was born in Cork?",
-               "football club founded", "American actress"]
-    queries += [q.question for q in demo.questions if max(q.gold_pids) < 60]
-    agree = 0
-    for q, hits in zip(queries, bm.search(queries, 5)):
-        ref = okapi.get_scores(tok([q])[0])
-        agree += hits[0][0] == int(np.argmax(ref))
-        assert all(s > 0 for _, s in hits) and [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
-    assert agree >= len(queries) - 1, (agree, len(queries))
-
-
-def test_bm25_no_known_token_positive_only_and_reload(tmp_path):
-    toy = ["Cork is a city in the south of Ireland.", "Dublin is the capital of Ireland.",
-           "The river Lee flows through Cork.", "Paris is the capital of France."]
-    bm = BM25Index(toy, tmp_path)
-    assert bm.search(["the of and", "zanzibar", ""], 3) == [[], [], []]
-    (hits,) = bm.search(["Which river flows through Cork?"], 10)
-    assert [i for i, _ in hits] == [2, 0]                  # doc 1 and 3 share no word: left out
-    meta = json.loads((tmp_path / "bm25" / "passages" / "meta.json").read_text())
-    assert meta == dict(n=4, fingerprint=text_fingerprint(toy), k1=1.5, b=0.75, method="lucene", stopwords="en",
-                        token_pattern=BM25_TOKEN_PATTERN)
-    assert BM25Index(toy, tmp_path).search(["Which river flows through Cork?"], 10) == [hits]
-    with pytest.raises(IndexMismatchError, match="bm25/passages holds BM25"):
-        BM25Index(toy[::-1], tmp_path).build()
-    with pytest.raises(IndexMismatchError, match=re.escape("'b': 0.5")):
-        BM25Index(toy, tmp_path, b=0.5).build()
-    assert BM25Index(toy, tmp_path, name="other", b=0.5).search(["Paris"], 1)[0][0][0] == 3
-
-
-def test_search_within_ranks_only_the_subset(tmp_path):
-    toy = ["Cork is a city in the south of Ireland.", "Dublin is the capital of Ireland.",
-           "The river Lee flows through Cork.", "Paris is the capital of France."]
-    bm = BM25Index(toy, tmp_path)
-    full = dict(bm.search(["capital of France"], 4)[0])
-    got = bm.search_within("capital of France", [1, 0, 3, 1])
-    assert [i for i, _ in got] == [3, 1] and got[0][1] == pytest.approx(full[3])
-    assert bm.search_within("capital of France", [0, 2, 1], positive_only=False) == [(1, pytest.approx(full[1])), (0, 0.0), (2, 0.0)]
-    assert bm.search_within("capital of France", [1, 3], k=1) == [(3, pytest.approx(full[3]))]
-    with pytest.raises(IndexError, match="outside"):
-        bm.search_within("Cork", [-1])
-
-
 def test_store_bm25_search(demo, tmp_path):
     store = EvidenceStore(demo, root=tmp_path, show_progress=False)
     (hits,) = store.search_bm25(["barrister and Labour politician for Whitechapel"], 3)
     assert hits[0][0] == 7 and (tmp_path / "bm25" / "passages" / "meta.json").exists()
     assert store.build(["bm25"]) == {"bm25_passages": len(demo.corpus)}
-
-
-# ---- rank fusion
-
-def test_rrf_hand_computed():
-    fused = rrf([["a", "b", "c"], ["b", "a", "d"], ["c", "b"]])
-    assert [v for v, _ in fused] == ["b", "a", "c", "d"]
-    assert [s for _, s in fused] == pytest.approx([1/62 + 1/61 + 1/62, 1/61 + 1/62, 1/63 + 1/61, 1/63])
-    assert rrf([["y", "x"], ["z", "x"]], k0=0) == [("y", 1.0), ("z", 1.0), ("x", 1.0)]   # ties: best rank, then first seen
-    assert rrf([[3, 3, 1]], k0=0) == [(3, 1.0), (1, 1/3)]                                 # a repeat counts once
-    assert rrf([[1, 2], [2, 1]], top=1) == [(1, pytest.approx(1/61 + 1/62))] and rrf([]) == []
-    with pytest.raises(ValueError): rrf([[1]], k0=-1)
 
 
 # ---- sentence view and cross-granularity index
