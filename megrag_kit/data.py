@@ -13,7 +13,8 @@ from .metrics import normalize_answer
 # %% auto #0
 __all__ = ['WIKI2_TYPES', 'DEMO_FILE', 'DATASETS', 'read_records', 'load_corpus', 'clean_corpus', 'join_sentences',
            'parse_question', 'attach_gold', 'load_hipporag', 'load_contexts', 'load_stark_qa', 'infer_2wiki_type',
-           'with_2wiki_types', 'shared_data_dir', 'load_dataset', 'make_demo']
+           'with_2wiki_types', 'shared_data_dir', 'UnknownDatasetError', 'check_dataset_name', 'load_dataset',
+           'make_demo']
 
 # %% ../nbs/01_data.ipynb #4b51e648
 def _read_text(path: Path) -> str:
@@ -602,16 +603,26 @@ def _is_path(name: str) -> bool:
     return (":" in name or "/" in name or os.sep in name or Path(name).exists()
             or any(name.lower().endswith(s) for s in (".json", ".jsonl", ".gz")))
 
+class UnknownDatasetError(KeyError, ValueError):
+    """A dataset name that is neither registered (`DATASETS`) nor path-like: a `KeyError` (a failed lookup) and a
+    `ValueError` (a bad parameter, as an experiment's checks report it); its message lists the registered names."""
+    __str__ = Exception.__str__
+
+def check_dataset_name(name: str) -> str:
+    """`name` when `load_dataset` would take it, a registered name or a path-like one, loading nothing (a path's file
+    is checked when it loads); `UnknownDatasetError` listing the registered names otherwise."""
+    if name in DATASETS or _is_path(name): return name
+    raise UnknownDatasetError(f"unknown dataset {name!r}; registered: {sorted(DATASETS)} "
+                              "(or give questions.json[:corpus.json])")
+
 def load_dataset(name: str, data_dir=None) -> Dataset:
     """A registered dataset by name (`DATASETS`), or a path `questions.json[:corpus.json]` (see `load_hipporag`,
-    `load_contexts`). A name that is neither a registered name nor path-like raises `KeyError` listing the
-    names; a path to a file that does not exist raises `DataError` naming the file."""
-    if name not in DATASETS:
-        if _is_path(name):
-            qp, _, cp = name.partition(":")
-            return load_hipporag(qp, cp) if cp else load_contexts(qp, name=Path(qp).name.split(".")[0])
-        raise KeyError(f"unknown dataset {name!r}; registered: {sorted(DATASETS)} "
-                       "(or give questions.json[:corpus.json])")
+    `load_contexts`). A name that is neither a registered name nor path-like raises `UnknownDatasetError` (a
+    `KeyError`) listing the names (`check_dataset_name`); a path to a file that does not exist raises `DataError`
+    naming the file."""
+    if check_dataset_name(name) not in DATASETS:
+        qp, _, cp = name.partition(":")
+        return load_hipporag(qp, cp) if cp else load_contexts(qp, name=Path(qp).name.split(".")[0])
     spec = DATASETS[name]
     d = None if spec.get("shipped") else Path(data_dir) if data_dir else shared_data_dir()
     ds = spec["load"](d)

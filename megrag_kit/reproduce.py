@@ -9,7 +9,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from .core import DataError, check_device, stable_hash, set_seed, resolve_device
-from .data import load_dataset
+from .data import check_dataset_name, load_dataset
 from .index import StoreOptions, restrict
 from .jsonl import PREDICTIONS, predictions_file
 from .method import (ConfigError, Resources, build_method, check_method_version, get_method,
@@ -600,9 +600,10 @@ def _execute(pm, n: str, src: Path, p: dict, out: Path, root: Path, kernel: str,
 # %% ../nbs/95_reproduce.ipynb #4a1f6716
 def _check_profile_models(profile: str, params: dict | None) -> dict | None:
     """`params` with its `llm_options` converted (`check_models` on `profile`'s parameters updated by `params`), after
-    checking, loading nothing, the LLM, the embedder and a `student` spec (`check_model_spec`: a missing model or
-    adapter folder); `ValueError` with `check_models`' or `check_model_spec`'s message otherwise."""
+    checking, loading nothing, the LLM, the embedder, a `student` spec (`check_model_spec`: a missing model or adapter
+    folder) and the dataset names (`check_dataset_name`); `ValueError` with their message otherwise."""
     given = {**PROFILES[profile], **(params or {})}
+    for n in profile_datasets(given): check_dataset_name(n)      # UnknownDatasetError is a ValueError
     opts = check_models(given)
     st = given.get("student")
     if isinstance(st, str) and st not in ("", "shipped"): check_model_spec(st, "llm")
@@ -648,9 +649,8 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     cell).
 
     After the run the figures folder of `out` is copied (`publish_figures`) to `figures_dir`; by default, for the
-    `demo` profile written to its default folder (every experiment or those in `only`: the folder keeps the other
-    experiments' figures, so the copy is still the whole reproduction), to `figures/reproduce-demo/` of the
-    repository (the README and the documentation link them from there); `figures_dir=False` copies nothing.
+    `demo` profile in its default folder (with `only` too: the folder keeps the other experiments' figures), to
+    `figures/reproduce-demo/` of the repository (the README and the site link them there); `False` copies nothing.
 
     `dry_run=True` answers nothing and changes no file: each notebook is executed with its runs only looked up;
     `{name: {"runs": [{folder, questions, to_answer}], "to_answer": runs with questions missing, "stopped":

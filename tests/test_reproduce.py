@@ -444,6 +444,10 @@ def test_parameter_typos_fail_naming_the_valid_names(fake_env, tmp_path):
         reproduce("demo", only=["cara_tables"], params={**FAKE, "answer_options": {"bertscor": True}}, out=tmp_path, progress=False)
     r = CliRunner().invoke(app, ["reproduce", "--only", "megrag_tabels"])
     assert r.exit_code == 2 and "unknown experiment 'megrag_tabels'" in r.output
+    # a misspelled dataset is refused before any notebook runs, as an unknown experiment is
+    r = CliRunner().invoke(app, ["reproduce", "--dry-run", "--param", "dataset=2wikimultihopq", "--out", str(tmp_path / "d")])
+    assert r.exit_code == 2 and _invalid(r.output).startswith(_squash("unknown dataset '2wikimultihopq'; registered: [")), r.output
+    assert not (tmp_path / "d").exists()
 
 
 def test_termination_and_composition_counts_on_hand_made_traces():
