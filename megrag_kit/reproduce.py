@@ -129,7 +129,7 @@ def markdown_table(df, ints=()) -> str:
 # %% ../nbs/95_reproduce.ipynb #db28212e
 class Experiment:
     """One experiment notebook's run: `name` (the notebook's short name), `params` (the `COMMON_PARAMS` values),
-    `configs` (`check_params`'s result). Folders `out/runs`, `out/tables`, `out/figures`, `out/results` are created.
+    `configs` (`check_params`'s result). It makes `out/runs` (not in a dry run) and `tables/`, `figures/`, `results/`.
 
     `run(method, options, dataset=None, limit=None, llm=None, passages=None, batch_size=None)` -> `(summary, rows)`;
     `table(df, name, caption)`, `figure(fig, name, data)` save outputs; `finish()` writes the provenance record and
@@ -146,7 +146,7 @@ class Experiment:
         self.out = Path(params["out"]) if params.get("out") else default_out("demo")
         self.dest = Path(os.environ.get("MEGRAG_KIT_STAGE") or self.out)      # where tables, figures, records go
         self.dry = os.environ.get("MEGRAG_KIT_DRY_RUN") or None
-        (self.out / "runs").mkdir(parents=True, exist_ok=True)
+        if not self.dry: (self.out / "runs").mkdir(parents=True, exist_ok=True)     # a dry run leaves `out` as it is
         for d in ("tables", "figures", "results"): (self.dest / d).mkdir(parents=True, exist_ok=True)
         self.runs, self.outputs, self._res = [], [], {}
         self.device = resolve_device(params["device"])

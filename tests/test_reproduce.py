@@ -741,6 +741,10 @@ def test_a_dry_run_counts_the_runs_to_answer_and_changes_no_file(done, fake_env)
         assert [r["folder"] for r in missing] == [str(gone)] and missing[0]["to_answer"] == missing[0]["questions"] == 3
         assert not gone.exists()                              # a dry run answers nothing
     finally: shutil.move(out / "moved-away", gone)
+    fresh = out.parent / "never-made"                         # a dry run into a new folder makes no folder
+    d = reproduce("demo", only=["megrag_tables"], params=FAKE, out=fresh, progress=False, dry_run=True)
+    assert d["megrag_tables"]["to_answer"] == len(d["megrag_tables"]["runs"]) >= 1 and not fresh.exists()   # a lower bound:
+    assert d["megrag_tables"]["stopped"]                      # a table cell needed the first missing run's rows
 
 
 def _invalid(output: str) -> str:
