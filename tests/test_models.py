@@ -95,6 +95,23 @@ def test_local_model_batched_equals_single(smollm):
 
 
 @pytest.mark.slow
+def test_stop_criteria_are_built_once_and_stop_where_stop_strings_stop(smollm):
+    "The cached stopping criteria (`_stop_criteria`) give what `generate(stop_strings=..., tokenizer=...)` gives."
+    msgs = [[{"role": "user", "content": "List three colours, one per line."}],
+            [{"role": "user", "content": "Write two short sentences about Paris. Question: what is its river?"}]]
+    for stop in (["\n"], ["Question:", "."]):
+        ours = [g.text for g in smollm._generate(msgs, max_new_tokens=40, stop=stop)]
+        ref = []
+        for m in msgs:
+            enc = smollm.tok([smollm.render(m)], return_tensors="pt", add_special_tokens=False)
+            out = smollm.model.generate(**enc, max_new_tokens=40, do_sample=False, temperature=None, top_p=None, top_k=None,
+                                        stop_strings=stop, tokenizer=smollm.tok, pad_token_id=smollm.tok.pad_token_id)
+            ref.append(smollm.tok.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True).strip())
+        assert ours == ref and any(t for t in ours), (stop, ours, ref)
+    assert smollm._stop_criteria(["\n"]) is smollm._stop_criteria(["\n"]) is not smollm._stop_criteria(["."])
+
+
+@pytest.mark.slow
 def test_local_model_json_schema_decoding(smollm):
     schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"]}
     g = smollm("Give the capital of France as JSON with key city.", json_schema=schema, max_new_tokens=30)
