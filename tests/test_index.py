@@ -116,7 +116,7 @@ def test_truncation_is_counted_in_the_manifest_and_warned_once(tok, tmp_path):
     meta = json.loads(d.meta_path.read_text())
     assert {k: v for k, v in meta.items() if k != "seconds"} == dict(
         model_id="pieces@1", dim=len(tok), n=3, fingerprint=text_fingerprint(texts), chunking="truncate",
-        max_tokens=32, longest_tokens=102, n_long=1, n_truncated=1, index_type="flat")
+        max_tokens=32, longest_tokens=102, n_long=1, n_truncated=1, index_type="flat", embed_order="longest_first")
     assert d.meta == meta and d.path == tmp_path / "pieces_1" / "passages.faiss"
     with warnings.catch_warnings():
         warnings.simplefilter("error")                                # reopening the files says nothing again
