@@ -352,7 +352,7 @@ def _save(self: DenseIndex, want: dict, inputs: list[str], owners, stats: dict, 
         os.replace(vtmp, self.vectors_path)
     finally: vtmp.unlink(missing_ok=True)
     meta = {**want, **stats, "seconds": round(time.perf_counter() - t0, 2),     # the order the texts were embedded in:
-            "embed_order": "corpus" if lengths is None else "longest_first"}  # said, not checked (rows equal either way)
+            "embed_order": "corpus" if lengths is None else "longest_first"}  # said, not checked (each row its text)
     if self.index_type == "ivf": meta["nlist"] = int(faiss.extract_index_ivf(index).nlist)
     _write_json_atomic(self.meta_path, meta)   # written last: it vouches for the vectors
     self._index, self._vecs, self.meta = index, None, meta

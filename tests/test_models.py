@@ -5,7 +5,7 @@ import pytest
 from megrag_kit.data import load_dataset
 from megrag_kit.index import TRIPLE_SCHEMA, openie_prompt
 from megrag_kit.models import (LLMCache, OpenAIChatModel, ModelCallError, load_llm, load_embedder, parse_json,
-                               StructuredOutputError, cut_at_stop, Cost, CostMeter, cost_phase, model_identity, file_sha256,
+                               Cost, CostMeter, cost_phase, model_identity, file_sha256,
                                check_llm_options, check_model_spec, gguf_file, parse_structured, _embedder_dtype, _llamacpp_target)
 from conftest import ScriptedLLM, needs_llamacpp
 
@@ -62,28 +62,6 @@ def test_openai_embedder(stub_server):
     assert [len(b["input"]) for p, b in stub_server.requests if p.endswith("/embeddings")] == [1, 2, 1]  # probe, then batches of 2
 
 
-def test_spec_errors():
-    with pytest.raises(ValueError, match="openai:URL#MODEL"): load_llm("openai:http://x/v1")
-    with pytest.raises(ValueError, match="unknown LLM spec"): load_llm("no-such-model")
-
-
-def test_parse_json_and_stop():
-    assert parse_json("```json\n{\"a\": [1, 2]}\n```") == {"a": [1, 2]}
-    assert parse_json("Here: {'a': 'b'} done") == {"a": "b"}          # near-JSON repaired
-    with pytest.raises(StructuredOutputError): parse_json("no json at all")
-    assert cut_at_stop("Paris\nQuestion: next", ["\n"]) == "Paris"
-    assert cut_at_stop("Paris. Question: next\n", ["\n", "Question:"]) == "Paris. "      # the earliest stop wins
-    assert cut_at_stop("Paris", None) == "Paris"
-
-
-def test_cache_survives_reopening(tmp_path):
-    llm = ScriptedLLM(["first"]); llm.cache = LLMCache(tmp_path)
-    assert llm("q").text == "first"
-    again = ScriptedLLM([]); again.cache = LLMCache(tmp_path)      # a new process would see the same cache
-    g = again("q")
-    assert g.cached and g.text == "first" and g.prompt_tokens == 10
-
-
 @pytest.mark.slow
 def test_local_model_batched_equals_single(smollm):
     "Left padding must not change greedy outputs: batch of mixed lengths == one by one."
@@ -124,20 +102,6 @@ def test_local_embedder(minilm):
     v = minilm.encode(["Aretha Franklin died in Detroit.", "The Queen of Soul passed away in Michigan.", "Photosynthesis in plants."])
     assert v.shape == (3, 384) and minilm.model_id.startswith("all-MiniLM-L6-v2@")
     assert v[0] @ v[1] > v[0] @ v[2] + 0.2
-
-
-def test_one_schema_per_prompt_batches_prompts_that_share_one():
-    from megrag_kit.models import ChatModel, Generation
-    class Recorder(ChatModel):
-        model_id = "recorder"
-        def __init__(self): super().__init__(cache=False); self.calls = []
-        def _generate(self, messages, **params):
-            self.calls.append((len(messages), params["json_schema"]))
-            return [Generation(f"{m[-1]['content']}:{params['json_schema']['enum'][0]}") for m in messages]
-    llm, a, b = Recorder(), {"enum": ["A"]}, {"enum": ["B"]}
-    out = llm.generate(["p0", "p1", "p2"], json_schema=[a, b, a])
-    assert [g.text for g in out] == ["p0:A", "p1:B", "p2:A"] and llm.calls == [(2, a), (1, b)]
-    with pytest.raises(ValueError, match="2 schemas for 3 prompts"): llm.generate(["x", "y", "z"], json_schema=[a, b])
 
 
 def test_cost_meter_splits_phases_and_counts_cache_hits(tmp_path):
