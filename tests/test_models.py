@@ -5,7 +5,7 @@ import pytest
 from megrag_kit.data import load_dataset
 from megrag_kit.index import TRIPLE_SCHEMA, openie_prompt
 from megrag_kit.models import (LLMCache, OpenAIChatModel, ModelCallError, load_llm, load_embedder, parse_json,
-                               Cost, CostMeter, cost_phase, model_identity, file_sha256,
+                               model_identity, file_sha256,
                                check_llm_options, check_model_spec, gguf_file, parse_structured, _embedder_dtype, _llamacpp_target)
 from conftest import ScriptedLLM, needs_llamacpp
 
@@ -102,28 +102,6 @@ def test_local_embedder(minilm):
     v = minilm.encode(["Aretha Franklin died in Detroit.", "The Queen of Soul passed away in Michigan.", "Photosynthesis in plants."])
     assert v.shape == (3, 384) and minilm.model_id.startswith("all-MiniLM-L6-v2@")
     assert v[0] @ v[1] > v[0] @ v[2] + 0.2
-
-
-def test_cost_meter_splits_phases_and_counts_cache_hits(tmp_path):
-    llm = ScriptedLLM(lambda q: q.upper(), latency_s=0.25); llm.cache = LLMCache(tmp_path)
-    with CostMeter() as outer:
-        llm("who?")                                            # answering (the default phase)
-        with cost_phase("indexing"):
-            llm.generate(["triples of p1", "triples of p2"])
-            with CostMeter() as inner: llm("triples of p3")    # a nested meter sees only its own block
-        g = llm("who?")                                        # cache hit: same tokens, the latency it first cost
-    assert g.cached and g.text == "WHO?" and g.latency_s == 0.25 and len(llm.seen) == 4
-    assert outer["answering"] == Cost(llm_calls=2, cache_hits=1, prompt_tokens=20, completion_tokens=6, llm_seconds=0.5)
-    assert outer["indexing"] == Cost(llm_calls=3, cache_hits=0, prompt_tokens=30, completion_tokens=9, llm_seconds=0.75)
-    assert inner.phases == {"indexing": Cost(1, 0, 10, 3, 0.25)} and inner["answering"] == Cost()
-    assert llm.stats == outer["answering"] + outer["indexing"] and outer.wall_s >= inner.wall_s > 0
-    assert outer["indexing"].row() == dict(llm_calls=3, cache_hits=0, prompt_tokens=30, completion_tokens=9, llm_seconds=0.75, unparsed=0, reasks=0, tokens=39)
-    llm("after")                                               # outside every meter: only the model's own stats see it
-    assert sum(c.llm_calls for c in outer.phases.values()) == 5 and llm.stats.llm_calls == 6
-    with pytest.raises(RuntimeError):
-        with cost_phase("indexing"): raise RuntimeError
-    with CostMeter() as m: llm("after")
-    assert set(m.phases) == {"answering"}                      # the phase is restored after an exception
 
 
 def _checkpoint(folder: Path, weights: bytes, template: str = "{{ messages }}") -> Path:
