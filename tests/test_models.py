@@ -5,7 +5,6 @@ import pytest
 from megrag_kit.data import load_dataset
 from megrag_kit.index import TRIPLE_SCHEMA, openie_prompt
 from megrag_kit.models import (LLMCache, OpenAIChatModel, ModelCallError, load_llm, load_embedder, parse_json,
-                               model_identity, file_sha256,
                                check_llm_options, check_model_spec, gguf_file, parse_structured, _embedder_dtype, _llamacpp_target)
 from conftest import ScriptedLLM, needs_llamacpp
 
@@ -110,47 +109,6 @@ def _checkpoint(folder: Path, weights: bytes, template: str = "{{ messages }}") 
     (folder / "model.safetensors").write_bytes(weights)
     (folder / "chat_template.jinja").write_text(template)
     return folder
-
-
-def test_model_identity_of_same_named_checkpoints(tmp_path, fingerprints):
-    a = _checkpoint(tmp_path / "a" / "checkpoint-100", b"weights of run a")
-    b = _checkpoint(tmp_path / "b" / "checkpoint-100", b"weights of run b")
-    ida, idb = model_identity("hf:checkpoint-100", a, dtype="float32"), model_identity("hf:checkpoint-100", b, dtype="float32")
-    assert ida != idb and ida.startswith("hf:checkpoint-100@") and idb.startswith("hf:checkpoint-100@") and len(ida.split("@")[1]) == 12
-    assert model_identity("hf:checkpoint-100", a, dtype="float32") == ida                  # stable
-    assert model_identity("hf:checkpoint-100", a, dtype="bfloat16") != ida                 # dtype is part of it
-    assert model_identity("hf:checkpoint-100", a, dtype="float32", chat_template="x") != ida
-    # the same bytes in another folder (another clone or cache): the same model, so cached calls and runs carry over
-    c = _checkpoint(tmp_path / "c" / "elsewhere", b"weights of run a")
-    assert model_identity("hf:checkpoint-100", c, dtype="float32") == ida
-    # training resumed in place: new weights under the same path give a new id (the memo is keyed by size and mtime)
-    (a / "model.safetensors").write_bytes(b"weights of run a, more steps")
-    assert model_identity("hf:checkpoint-100", a, dtype="float32") != ida
-    (a / "adapter").mkdir(); (a / "adapter" / "adapter_model.safetensors").write_bytes(b"lora")   # sub-folders count
-    before = model_identity("hf:checkpoint-100", a, dtype="float32")
-    (a / "adapter" / "adapter_model.safetensors").write_bytes(b"lora2")
-    assert model_identity("hf:checkpoint-100", a, dtype="float32") != before
-    before = model_identity("hf:checkpoint-100", a, dtype="float32")
-    (a / "train.log").write_text("not a model file")                                        # other files do not count
-    assert model_identity("hf:checkpoint-100", a, dtype="float32") == before
-    with pytest.raises(FileNotFoundError, match="does not exist"): model_identity("hf:x", tmp_path / "missing")
-    import hashlib
-    assert file_sha256(b / "model.safetensors") == hashlib.sha256(b"weights of run b").hexdigest()
-
-
-def test_same_named_checkpoints_never_share_cached_calls(tmp_path, fingerprints):
-    "Two backends whose ids come from model_identity share one cache file but never each other's entries."
-    cache = LLMCache(tmp_path / "llm")
-    def model(run, weights):
-        m = ScriptedLLM(lambda q, run=run: f"{run}: {q}")
-        m.cache, m.model_id = cache, model_identity("hf:checkpoint-100", _checkpoint(tmp_path / run / "checkpoint-100", weights))
-        return m
-    a, b = model("a", b"weights a"), model("b", b"weights b")
-    ga, gb = a("q"), b("q")
-    assert (ga.text, ga.cached, gb.text, gb.cached) == ("a: q", False, "b: q", False) and len(cache) == 2
-    again = ScriptedLLM([]); again.cache, again.model_id = cache, a.model_id     # the same folder, reopened
-    g = again("q")
-    assert g.cached and g.text == "a: q"
 
 
 @pytest.mark.slow
