@@ -1,7 +1,7 @@
 """Extract EviReform's propositions over a whole corpus and report time and yield (EviReform paper, Appendix: proposition
 index; the cost note of the EviReform notebook).
 
-    python benchmarks/evireform_extract.py [--dataset 2wikimultihopqa] [--openie-backend parser] [--out FILE.json]
+    python experiments/steps/evireform_extract.py [--dataset 2wikimultihopqa] [--openie-backend parser] [--out FILE.json]
 
 Fills the evidence store's proposition view eagerly (resumable: passages already in the proposition file are kept) and
 prints, as JSON, the file, the passages extracted by this call and the seconds it took, the yield over the file

@@ -1,6 +1,6 @@
 """Save one question of a CARA run with node names resolved, for the notebook's walk-through (figures/cara_trace_2wiki.json).
 
-    python benchmarks/cara_trace.py runs/2wiki3-cara-full [question index, default 0]
+    python experiments/steps/cara_trace.py runs/2wiki3-cara-full [question index, default 0]
 Reads the run's predictions.jsonl and run.json, rebuilds (or loads the kept) corpus graph of the dataset's store."""
 import json, sys
 from pathlib import Path
@@ -23,5 +23,5 @@ for agent in row["trace"]["agents"]:
 row["agent_lists"] = [[name(v) for v in l] for l in row["agent_lists"]]
 row["retrieved_named"] = [name(v) for v in row["retrieved"][:10]]
 row["params"] = mf["params"]
-out = Path(__file__).resolve().parents[1] / "figures" / "cara_trace_2wiki.json"
+out = Path(__file__).resolve().parents[2] / "figures" / "cara_trace_2wiki.json"
 out.write_text(json.dumps(row, indent=1, ensure_ascii=False)); print("wrote", out)

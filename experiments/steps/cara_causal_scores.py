@@ -3,7 +3,7 @@ results, candidates scored and unassessed, the Eq. 4 scores by the paper's scale
 passages' scores for evaluation, the fill from BM25), written as a Markdown table (a step of
 experiments/cara-musique100-gold-search.toml).
 
-    python benchmarks/cara_causal_scores.py runs/musique100-cara-gold_search-full benchmarks/results/X.md
+    python experiments/steps/cara_causal_scores.py runs/musique100-cara-gold_search-full benchmarks/results/X.md
 """
 import json, sys
 from pathlib import Path
@@ -18,7 +18,7 @@ p = mf["params"]
 lines = [f"# The causal module's scores in `{run.name}`", "",
          f"{d['questions']} questions of {mf['dataset']} (first {mf.get('limit')}), policy={p['policy']}, "
          f"variant={p['variant']}, decoding={p['decoding']}, {mf['llm']} as the causal module, neighbors_k="
-         f"{p['neighbors_k']}. Regenerate: `python benchmarks/cara_causal_scores.py {run} {out}`.", "",
+         f"{p['neighbors_k']}. Regenerate: `python experiments/steps/cara_causal_scores.py {run} {out}`.", "",
          "| assessed Neighbors results | failed (no candidate scored) | candidates | scored | unassessed (no score, "
          "never a 0) |", "|---|---|---|---|---|",
          f"| {d['calls']} | {d['failed_calls']} | {d['candidates']} | {d['scored']} | {d['unassessed']} |", "",
