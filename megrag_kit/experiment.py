@@ -210,7 +210,7 @@ def _load_reproduce(f, r, limit: int | None) -> dict:
         if isinstance(v, str) and v.lower() in ("no", "none", "false", "off", "null"):   # meant as false, not a folder
             raise ExperimentFileError(f"{where}: {k} = {v!r} names a folder called {v!r}; "
                                       + ("write figures = false to copy no figures" if k == "figures"
-                                         else "leave out out for the default folder"))
+                                         else "omit out to use the default folder"))
     params = {**params, **({"limit": limit} if limit is not None else {})}          # --limit replaces the file's
     nb = {**PROFILES[profile], **params}
     fill = lambda x: Path(_fill(x, dict(limit=nb.get("limit") or "all", dataset=nb.get("dataset")), where))

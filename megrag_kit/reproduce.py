@@ -129,7 +129,7 @@ def markdown_table(df, ints=()) -> str:
 # %% ../nbs/95_reproduce.ipynb #db28212e
 class Experiment:
     """One experiment notebook's run: `name` (the notebook's short name), `params` (the `COMMON_PARAMS` values),
-    `configs` (`check_params`'s result). It makes `out/runs` (not in a dry run) and `tables/`, `figures/`, `results/`.
+    `configs` (`check_params`'s result); `out/runs` is made (not in a dry run), and `tables/`, `figures/`, `results/`.
 
     `run(method, options, dataset=None, limit=None, llm=None, passages=None, batch_size=None)` -> `(summary, rows)`;
     `table(df, name, caption)`, `figure(fig, name, data)` save outputs; `finish()` writes the provenance record and
@@ -193,12 +193,12 @@ def resources(self: Experiment, dataset: str, llm: str | None = None) -> Resourc
     """The shared `Resources` of `dataset` with the notebook's LLM, or with `llm` (a spec, e.g. a distilled
     student); built once per notebook. A spec LLM is loaded with the notebook's `llm_options` (`LLM_OPTIONS`, e.g.
     a served model's `extra_body`; `ValueError` naming the option when `llm`'s backend does not take one); a
-    `py:module:Name` stand-in with none."""
+    `py:module:Name` stand-in with none. A `py:` embedder's vectors go to `out/stores/` (a dry run's: the stage)."""
     key = dataset if llm in (None, self.params["llm"]) else f"{dataset} ({llm})"
     if key not in self._res:
         p = self.params
         model, emb = build_model(llm or p["llm"], "llm"), build_model(p["embedder"], "embedder")
-        own = self.out / "stores" / dataset if not isinstance(emb, str) else None     # a fake embedder: own vectors
+        own = None if isinstance(emb, str) else (self.dest if self.dry else self.out) / "stores" / dataset
         store = StoreOptions(openie_backend=p.get("openie_backend", "llm"), root=own)
         opts = (p.get("llm_options") or {}) if isinstance(model, str) else {}
         self._res[key] = Resources(load_dataset(dataset), model, emb, device=self.device, batch_size=p["batch_size"],

@@ -745,6 +745,8 @@ def test_a_dry_run_counts_the_runs_to_answer_and_changes_no_file(done, fake_env)
     d = reproduce("demo", only=["megrag_tables"], params=FAKE, out=fresh, progress=False, dry_run=True)
     assert d["megrag_tables"]["to_answer"] == len(d["megrag_tables"]["runs"]) >= 1 and not fresh.exists()   # a lower bound:
     assert d["megrag_tables"]["stopped"]                      # a table cell needed the first missing run's rows
+    d = reproduce("demo", only=["evireform_tables"], params=FAKE, out=fresh, progress=False, dry_run=True)
+    assert d["evireform_tables"]["to_answer"] >= 1 and not fresh.exists()     # its growth runs' store: in the stage
 
 
 def _invalid(output: str) -> str:
