@@ -8,7 +8,7 @@ import dataclasses, functools, json, re, sys
 from pathlib import Path
 import typer
 from .core import DataError, OptionError, set_seed, set_threads, resolve_device
-from .data import DATASETS, load_dataset
+from .data import DATASETS, check_dataset_name, load_dataset
 from .index import VIEW_FACTORIES, StoreOptions
 from .jsonl import predictions_file
 from .models import ModelCallError, ModelOptions, check_model_spec, spec_forms
@@ -160,7 +160,9 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     discover(plugin or [])                                  # every check below runs before any model loads
     backend = _openie_backend(openie_backend)
     store = _store(openie=openie, chunking=chunking, openie_backend=backend, index_type=index_type)
-    try: cls = get_method(method); config = cls.Config.from_dict(parse_sets(set_), owner=method)
+    try:                                                    # a misspelled method, parameter or dataset: exit 2
+        cls = get_method(method); check_dataset_name(dataset)
+        config = cls.Config.from_dict(parse_sets(set_), owner=method)
     except (KeyError, ValueError) as e: raise typer.BadParameter(str(e).strip('"'))    # ConfigError included
     models = _models(llm_option, llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache,
                      precision=precision)

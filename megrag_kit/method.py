@@ -118,13 +118,16 @@ class Config:
     def from_dict(cls, d: dict | None = None, owner: str = "") -> "Config":
         """A config from `{name: value}` (missing names keep their defaults).
 
-        `ConfigError` for an unknown name (the message lists the valid names) or a value of the wrong type."""
+        `ConfigError` for an unknown name (the message lists the valid names, and says so when the name is the
+        paper's symbol of a parameter, such as MEGRAG's `B` for `budget`) or a value of the wrong type."""
         owner = owner or cls.__qualname__
         d, hints, names = dict(d or {}), _type_hints(cls), [f.name for f in fields(cls)]
         unknown = sorted(set(d) - set(names))
         if unknown:
+            sym = {f.metadata.get("symbol"): f.name for f in fields(cls) if f.metadata.get("symbol")}
+            said = "".join(f" ({u} is the paper's symbol of {sym[u]})" for u in unknown if u in sym)
             raise ConfigError(f"{owner}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
-                              f"valid: {', '.join(names)}")
+                              f"valid: {', '.join(names)}{said}")
         return cls(**{k: _coerce(k, v, hints[k], owner) for k, v in d.items()})
 
     def to_dict(self) -> dict:

@@ -5,7 +5,7 @@ import pytest
 from typer.testing import CliRunner
 from megrag_kit.cli import app
 from megrag_kit.data import load_dataset
-from megrag_kit.method import METHODS, Answer, Config, Method, Resources, build_method, param, register
+from megrag_kit.method import METHODS, Answer, Config, Method, Resources, build_method, discover, param, register
 from megrag_kit.models import Cost, cost_phase
 from megrag_kit.reader import extract_answer
 from megrag_kit.retrievers import slug
@@ -116,11 +116,13 @@ def flat(output: str) -> str:
 
 
 def test_bad_input_is_refused_before_any_model_loads(tmp_path):
-    for args, says in ((["run", "nope"], "unknown method 'nope'; registered: " + ", ".join(sorted(METHODS))),
+    for args, says in ((["run", "nope"], "unknown method 'nope'; registered: " + ", ".join(sorted(discover()))),
                        (["run", "megrag", "--set", "variant=nonsense"], "variant must be one of"),
                        (["run", "megrag", "--set", "budget=two"], "budget expects int, got 'two'"),
                        (["run", "megrag", "--set", "budget"], "--set takes name=value"),
-                       (["run", "native_rag", "--set", "kk=3"], "unknown parameter kk; valid: reader_max_passages")):
+                       (["run", "native_rag", "--set", "kk=3"], "unknown parameter kk; valid: reader_max_passages"),
+                       (["run", "native_rag", "--dataset", "2wikimultihopq"], "unknown dataset '2wikimultihopq'; registered:"),
+                       (["run", "megrag", "--set", "B=4"], "B is the paper's symbol of budget")):
         r = CliRunner().invoke(app, args + ["--llm", "hf:/no/such/model", "--out", str(tmp_path / "x")])
         assert r.exit_code == 2 and says in flat(r.output) and "Traceback" not in r.output, (args, r.output)
     assert not (tmp_path / "x").exists()
