@@ -117,12 +117,19 @@ def _store(**given) -> StoreOptions:
         flag = "--" + e.option.replace("_", "-")
         raise typer.BadParameter(f"{flag} must be {' or '.join(e.valid)}, not {e.value!r}") from None
 
+# %% ../nbs/99_cli.ipynb #c61fca28
+def _dataset_name(name: str) -> str:
+    "A `--dataset` value `load_dataset` would take (`check_dataset_name`); `typer.BadParameter` (exit 2) otherwise."
+    try: return check_dataset_name(name)
+    except KeyError as e: raise typer.BadParameter(str(e)) from None
+
 # %% ../nbs/99_cli.ipynb #f0b25107
 @app.command()
 @friendly
 def run(method: str = typer.Argument(..., help="a registered method (megrag-kit methods) or py:module:Name (yours)"),
         set_: list[str] = typer.Option(None, "--set", help="a method parameter, name=value (repeatable)"),
-        dataset: str = typer.Option("demo", help=f"{' | '.join(DATASETS)} | questions.json[:corpus.json]"),
+        dataset: str = typer.Option("demo", help=f"{' | '.join(DATASETS)} | questions.json[:corpus.json]",
+                                    callback=_dataset_name),
         limit: int = typer.Option(None, min=1, help="first N questions (N >= 1; default: all)"),
         out: Path = typer.Option(None, help="run folder (default runs/<run name>-<dataset>, plus -<hash of its "
                                  "questions> for a file, plus -bf16 in bf16)"),
@@ -148,8 +155,7 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
         data_dir: Path = typer.Option(None, help="benchmark data folder (default: $MEGRAG_KIT_DATA or ../shared/data "
                                       "beside the checkout)"),
         plugin: list[str] = typer.Option(None, help="import this module first (a method of your own; repeatable)")):
-    """Answer a dataset's questions with one method; write run.json, predictions.jsonl and summary.json; print the
-    summary.
+    """Answer a dataset's questions with one method; write run.json, predictions.jsonl, summary.json; print the summary.
 
     `--openie-backend auto` (the default) fills the triple view with spaCy's parser when it is installed (no LLM
     call per passage; the run folder records which backend was used), else with the LLM.
@@ -160,9 +166,7 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
     discover(plugin or [])                                  # every check below runs before any model loads
     backend = _openie_backend(openie_backend)
     store = _store(openie=openie, chunking=chunking, openie_backend=backend, index_type=index_type)
-    try:                                                    # a misspelled method, parameter or dataset: exit 2
-        cls = get_method(method); check_dataset_name(dataset)
-        config = cls.Config.from_dict(parse_sets(set_), owner=method)
+    try: cls = get_method(method); config = cls.Config.from_dict(parse_sets(set_), owner=method)
     except (KeyError, ValueError) as e: raise typer.BadParameter(str(e).strip('"'))    # ConfigError included
     models = _models(llm_option, llm=llm, embedder=embedder, device=device, batch_size=batch_size, cache=cache,
                      precision=precision)
