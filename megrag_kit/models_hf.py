@@ -74,7 +74,8 @@ class HFChatModel(ChatModel):
 @patch
 def _stop_criteria(self: HFChatModel, stop):
     """The stopping criteria of `generate(stop_strings=stop)`, built once per model and stop list: building one
-    reads the whole vocabulary (60-100 ms each time on this CPU, measured), and it keeps no state between calls."""
+    reads the whole vocabulary (2.3% of CARA's time in `benchmarks/results/floor.md`'s profile, when every call
+    built its own), and it keeps no state between calls."""
     from transformers import StopStringCriteria, StoppingCriteriaList
     key = tuple(stop)
     if key not in self._stops: self._stops[key] = StoppingCriteriaList([StopStringCriteria(self.tok, list(key))])
