@@ -1,6 +1,7 @@
 """Time `megrag-kit reproduce --profile demo` from a fresh clone with a fresh cache (the README's first command).
 
     python benchmarks/speed/bench_reproduce.py [--profile demo] [--nice 10] [--keep DIR] [--no-committed]
+        [--out benchmarks/results/reproduce.md]
 
 Clones this checkout's HEAD into a temporary folder, points `MEGRAG_KIT_CACHE` at an empty folder (so the LLM call
 cache, passage vectors and OpenIE triples are all built), runs the command there (niced when `--nice` > 0), and
@@ -8,10 +9,14 @@ prints the wall time, the CPU time of the command and its children (load-indepen
 and after, since on a shared machine the wall time says more about the neighbours than about the demo. A second run
 in the same clone and cache is timed too (everything reused: only kernels start and figures are redrawn).
 `--no-committed` deletes the clone's committed `runs/reproduce-<profile>/` first, so that every run is answered again
-(a fresh clone would otherwise reuse the committed run folders)."""
+(a fresh clone would otherwise reuse the committed run folders). With `--out F.md` the lines printed and a table of
+both runs (UTC time, wall and CPU seconds, load average before and after, the commit timed) are written to `F.md`."""
 import shutil
 import argparse, os, resource, subprocess, sys, tempfile, time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_floor import now, publish, say  # noqa: E402  the same output as the other speed benchmarks
 
 
 def timed(cmd, env, cwd) -> dict:
@@ -26,6 +31,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", default="demo"); ap.add_argument("--nice", type=int, default=10); ap.add_argument("--keep", type=Path)
     ap.add_argument("--no-committed", action="store_true", help="delete the clone's committed runs/reproduce-PROFILE first")
+    ap.add_argument("--out", default=None, help="write the lines and a table of both runs to this Markdown file")
     a = ap.parse_args()
     repo = Path(__file__).resolve().parents[2]
     work = a.keep or Path(tempfile.mkdtemp(prefix="reproduce-bench-"))
@@ -35,11 +41,19 @@ def main():
     env = {**os.environ, "MEGRAG_KIT_CACHE": str(cache), "PYTHONPATH": str(clone)}
     cmd = (["nice", "-n", str(a.nice)] if a.nice > 0 else []) + [sys.executable, "-c",
            "import sys; sys.argv = ['megrag-kit', 'reproduce', '--profile', %r]; from megrag_kit.cli import main; main()" % a.profile]
-    first = timed(cmd, env, clone)
-    print(f"first run (fresh clone, empty cache): {first}", flush=True)
-    second = timed(cmd, env, clone)
-    print(f"second run (same clone and cache):    {second}", flush=True)
-    print(f"outputs: {clone / 'runs' / f'reproduce-{a.profile}'}")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True).stdout.strip()
+    say(f"# megrag-kit reproduce --profile {a.profile} from a fresh clone\n")
+    say(f"started {now()}; commit {commit}; " + ("committed run folders deleted first (--no-committed), so every run is "
+        "answered again" if a.no_committed else "the committed run folders reused") + f"; nice {a.nice}; cores {os.cpu_count()}")
+    first = timed(cmd, env, clone); first["measured"] = now()
+    say(f"first run (fresh clone, empty cache): {first}")
+    second = timed(cmd, env, clone); second["measured"] = now()
+    say(f"second run (same clone and cache):    {second}")
+    say(f"outputs: {clone / 'runs' / f'reproduce-{a.profile}'}")
+    rows = [("fresh clone, empty cache", first), ("again, same clone and cache", second)]
+    publish(a.out, ["| run | exit | wall s | CPU s | load before | load after | measured |", "|---|---|---|---|---|---|---|"]
+            + [f"| {n} | {r['rc']} | {r['wall_s']} | {r['cpu_s']} | {r['load_before']} | {r['load_after']} | {r['measured']} |"
+               for n, r in rows])
 
 
 if __name__ == "__main__": main()
