@@ -563,9 +563,14 @@ def with_2wiki_types(ds: Dataset) -> Dataset:
 DEMO_FILE = Path(importlib.util.find_spec("megrag_kit.data").origin).parent / "data" / "demo_2wiki.jsonl.gz"  # shipped
 
 def shared_data_dir() -> Path:
-    """The benchmark data folder: `$MEGRAG_KIT_DATA` if set, else the first folder `shared` / `data` holding a
-    `README.md` found in the working directory or one of its parents (or beside them). `DataError` if there is none."""
-    if os.environ.get("MEGRAG_KIT_DATA"): return Path(os.environ["MEGRAG_KIT_DATA"])
+    """The benchmark data folder: `$MEGRAG_KIT_DATA` if set (`DataError` naming it when it is no folder), else the
+    first folder `shared` / `data` holding a `README.md` found in the working directory or one of its parents (or
+    beside them). `DataError` if there is none."""
+    if os.environ.get("MEGRAG_KIT_DATA"):
+        d = Path(os.environ["MEGRAG_KIT_DATA"])
+        if not d.is_dir(): raise DataError(f"MEGRAG_KIT_DATA names no folder: {d} (unset it, point it at the folder "
+                                           "holding multihop/, or use --dataset demo)", file=d)
+        return d
     for d in [Path.cwd(), *Path.cwd().parents]:
         for cand in (d / "shared" / "data", d.parent / "shared" / "data"):
             if (cand / "README.md").exists(): return cand

@@ -40,8 +40,7 @@ def check_models(common: dict) -> dict:
     does not exist is refused with the message `megrag-kit run` gives); `llm_options` (optional, a dict of
     `LLM_OPTIONS` names, values as JSON strings or typed) must suit the `llm` backend (`check_llm_options`; the
     message starts `llm_options:`), may not hold `api_key` (the parameters are written into the executed notebooks
-    and the records: the key goes in `$OPENAI_API_KEY`), and must be empty with a `py:` stand-in. `ValueError`
-    otherwise."""
+    and the records: the key goes in `$OPENAI_API_KEY`), and must be empty with a `py:` stand-in; else `ValueError`."""
     opts = common.get("llm_options") or {}
     if not isinstance(opts, dict): raise ValueError(f"llm_options must be a dict of name: value, got {opts!r}")
     for kind in ("llm", "embedder"):
@@ -464,8 +463,7 @@ def notebook_params(path) -> dict:
 
 # %% ../nbs/95_reproduce.ipynb #cc87c62a
 def _check_notebook(pm, src, params: dict, root, kernel: str, name: str) -> float:
-    """Run `src`'s untagged code cells (parameters and checks) with `params` injected, in a temporary folder; seconds
-    taken."""
+    "Run `src`'s untagged code cells (parameters and checks) with `params` injected, in a temporary folder; seconds."
     import tempfile, nbformat
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="megrag-check-") as tmp:
@@ -678,6 +676,7 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
 # %% ../nbs/95_reproduce.ipynb #4a1fbeef
 def _dry_run(pm, todo, ps: dict, out: Path, root: Path, kernel: str, progress: bool) -> dict:
     "`reproduce(dry_run=True)`: each notebook executed with its runs looked up, not answered (see `reproduce`)."
+    _n = lambda k, w: f"{k} {w}{'s' * (k != 1)}"
     import tempfile
     done = {}
     for i, (n, src) in enumerate(todo, 1):
@@ -688,13 +687,14 @@ def _dry_run(pm, todo, ps: dict, out: Path, root: Path, kernel: str, progress: b
         missing = [x for x in runs if x["to_answer"]]
         done[n] = dict(runs=runs, to_answer=len(missing), stopped=r.get("failed"), wall_s=r["wall_s"])
         if progress:
-            print(f"[{i}/{len(todo)}] {n}: {len(runs)} runs, {len(missing)} to answer anew"
+            print(f"[{i}/{len(todo)}] {n}: {_n(len(runs), 'run')}, {len(missing)} to answer anew"
                   + (f" ({sum(x['to_answer'] for x in missing)} questions)" if missing else "")
                   + (f"; stopped early at a cell that needed a missing run ({r['failed']}): a lower bound"
                      if r.get("failed") else ""), flush=True)
-            for x in missing: print(f"    {x['folder']}: {x['to_answer']} of {x['questions']} questions", flush=True)
+            for x in missing: print(f"    {x['folder']}: {x['to_answer']} of its {x['questions']} questions to answer")
     if progress:
         tot = sum(d["to_answer"] for d in done.values())
-        print(f"dry run: {sum(len(d['runs']) for d in done.values())} runs looked up, {tot} would be answered anew"
-              + ("" if tot else " (every run is reused)"), flush=True)
+        low = " at least" * any(d["stopped"] for d in done.values())       # a notebook stopped early: a lower bound
+        print(f"dry run: {_n(sum(len(d['runs']) for d in done.values()), 'run')} looked up,{low} {tot} would be "
+              "answered anew" + ("" if tot else " (every run is reused)"), flush=True)
     return done
