@@ -392,7 +392,7 @@ def test_a_second_reproduction_reuses_the_runs(done, fake_env):
 def test_check_without_the_data_folder_says_which_datasets_cannot_load(tmp_path, monkeypatch):
     "No benchmark data beside the clone: `--check` of the paper profile is refused naming each dataset, never 'parameters valid'."
     monkeypatch.setenv("MEGRAG_KIT_DATA", str(tmp_path / "nowhere"))
-    with pytest.raises(ExperimentError, match="profile 'paper' needs datasets that cannot load: 2wikimultihopqa \\(.*does not exist"
+    with pytest.raises(ExperimentError, match="profile 'paper' needs datasets that cannot load: 2wikimultihopqa \\(.*names no folder"
                        ".*musique.*MEGRAG_KIT_DATA"):
         reproduce("paper", only=["cara_tables"], check=True, out=tmp_path / "o", progress=False)
     r = CliRunner().invoke(app, ["reproduce", "--profile", "paper", "--check", "--only", "cara_tables", "--out", str(tmp_path / "o")])
