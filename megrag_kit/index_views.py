@@ -177,7 +177,8 @@ def extract(self: ExtractedView, pids) -> dict:
                 out.write({"pid": pid, self.key: items, "error": err})
                 done += 1; failed += err is not None
             cost = cost + Cost.of(gens)
-            bar.update(len(batch)); bar.set_postfix(failed=failed, tokens=cost.completion_tokens, hits=cost.cache_hits)
+            bar.update(len(batch))   # "empty": passages left without items (no triple found, or an unusable reply)
+            bar.set_postfix(empty=failed, tokens=cost.completion_tokens, hits=cost.cache_hits)
     bar.close()
     return counts()
 
