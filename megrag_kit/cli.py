@@ -310,8 +310,8 @@ def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on
                                            "clone: the committed runs are reused); exit 3 when some would")):
     """Regenerate the papers' tables and figures by executing the experiment notebooks with papermill.
 
-    Prints each notebook as it starts, then where every table, figure and executed notebook went; a full demo run into
-    the default folder also copies its figures to figures/reproduce-demo/ (the README links them). Exit status 1 when
+    Prints each notebook as it starts, then where every table, figure and executed notebook went (the demo profile's:
+    runs/reproduce-demo/, whose figures/ the README links). Exit status 1 when
     a notebook fails (its executed copy shows the failing cell; the committed outputs stay as they were), 2 for an
     unknown profile, experiment or parameter, a model or adapter folder that does not exist or an LLM option its
     backend does not take (checked before any notebook starts, loading nothing), 3 for a dry run that found runs

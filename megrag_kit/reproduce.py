@@ -646,9 +646,8 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     notebook that fails raises `ExperimentError` naming the error and its executed copy (kept, up to the failing
     cell).
 
-    After the run the figures folder of `out` is copied (`publish_figures`) to `figures_dir`; by default, for the
-    `demo` profile in its default folder (with `only` too: the folder keeps the other experiments' figures), to
-    `figures/reproduce-demo/` of the repository (the README and the site link them there); `False` copies nothing.
+    The figures stay in `out/figures/` (for the demo profile `runs/reproduce-demo/figures/`, which the README and the
+    site link); a `figures_dir` folder also gets a copy of them (`publish_figures`); `None` or `False` copies nothing.
 
     `dry_run=True` answers nothing and changes no file: each notebook is executed with its runs only looked up;
     `{name: {"runs": [{folder, questions, to_answer}], "to_answer": runs with questions missing, "stopped":
@@ -666,8 +665,6 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
             if progress: print(f"[{i}/{len(todo)}] {n}: parameters valid ({done[n]['wall_s']} s)", flush=True)
             continue
         done[n] = _execute(pm, n, src, p, out, root, kernel, progress, f"[{i}/{len(todo)}]")
-    if figures_dir is None and profile == "demo" and out == default_out(profile):
-        figures_dir = root / "figures" / f"reproduce-{profile}"
     if figures_dir and not check:
         copied = publish_figures(out / "figures", figures_dir)
         if progress: print(f"copied {len(copied)} figures to {figures_dir}", flush=True)

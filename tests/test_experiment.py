@@ -164,7 +164,7 @@ def test_the_committed_experiment_files_load(f):
     spec = load_experiment(f)
     assert (spec.runs or spec.reproduce) and all(r["out"].parent == spec.out for r in spec.runs)
     for rep in spec.reports:
-        assert rep["out"] is None or str(rep["out"]).startswith("benchmarks/results/")
+        assert rep["out"] is None or str(rep["out"]).startswith("runs/reports/")
 
 
 def test_from_runs_keeps_a_parameter_that_to_dict_leaves_out_at_its_default(tmp_path):

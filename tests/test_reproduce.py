@@ -690,19 +690,18 @@ def test_cost_b2_and_configuration_tables_come_from_the_records(done):
     for t in ("c2", "c3", "c4", "c7"): assert (out / "tables" / f"evireform_table_{t}.md").read_text().startswith("EviReform Table C.")
 
 
-def test_the_published_figures_are_the_reproductions_and_linked_from_readme_and_docs():
-    "figures/reproduce-demo/ holds the committed reproduction's figures, each linked from the README and the docs' figures page."
-    import filecmp, importlib.util
+def test_the_reproductions_figures_are_linked_from_readme_and_docs():
+    "runs/reproduce-demo/figures/ holds the committed reproduction's figures, each linked from the README and the docs' figures page."
+    import importlib.util
     root = Path(__file__).parents[1]
-    pub, made = root / "figures" / "reproduce-demo", root / "runs" / "reproduce-demo" / "figures"
-    names = sorted(p.name for p in pub.glob("*.png"))
-    assert names and names == sorted(p.name for p in made.glob("*.png"))
-    assert all(filecmp.cmp(pub / n, made / n, shallow=False) for n in names)
+    made = root / "runs" / "reproduce-demo" / "figures"
+    names = sorted(p.name for p in made.glob("*.png"))
+    assert len(names) >= 14 and all((made / n).with_suffix(".csv").is_file() for n in names)
     readme = (root / "README.md").read_text()
-    assert all(f"(figures/reproduce-demo/{n})" in readme for n in names), [n for n in names if f"(figures/reproduce-demo/{n})" not in readme]
+    assert all(f"(runs/reproduce-demo/figures/{n})" in readme for n in names), [n for n in names if f"(runs/reproduce-demo/figures/{n})" not in readme]
     spec = importlib.util.spec_from_file_location("docs_tool", root / "tools" / "docs.py"); docs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(docs)
-    assert docs.PUBLISHED == pub
+    assert docs.PUBLISHED == made
 
 
 def _tree(root: Path) -> dict:

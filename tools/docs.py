@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NBS, DOCS, BUILD = ROOT / "nbs", ROOT / "_docs", ROOT / "_build"
 STORED = {"index", "guide", "results", "80_tutorial"}  # shown with the outputs committed in the notebook
 REPRODUCTION = ROOT / "runs" / "reproduce-demo"        # the committed `megrag-kit reproduce --profile demo`
-PUBLISHED = ROOT / "figures" / "reproduce-demo"              # its figures, copied there by the same command
+PUBLISHED = REPRODUCTION / "figures"                   # its figures (PNG, SVG and the CSV of each)
 EXPLORER_RUN = ROOT / "runs" / "2wiki21-megrag-full-seam"
 _HIDE = re.compile(r"^#\|\s*(hide|include:\s*false|echo:\s*false)\s*$", re.M)
 SECTIONS = [("Start", ["index", "quickstart", "guide", "results", "80_tutorial", "explorer", "figures"]),
@@ -230,7 +230,7 @@ def _link_names(md: str, refs: dict[str, str], pages: set[str]) -> str:
 
 
 def _figure_links(md: str, out: Path) -> str:
-    "Copy each local image or file a markdown cell links to (`../figures/x.png`) under out/, and point the link there."
+    "Copy each local image or file a markdown cell links to (`../runs/traces/x.png`) under out/, and point the link there."
     def fix(m):
         link = m.group(2)
         if re.match(r"^(https?:|data:|#|mailto:)", link) or link.endswith((".md", ".ipynb")) or "/" not in link and "." not in link:
@@ -238,7 +238,7 @@ def _figure_links(md: str, out: Path) -> str:
         for base in (NBS, ROOT):
             f = (base / link).resolve()
             if f.is_file() and ROOT in f.parents:
-                rel = f.relative_to(ROOT).as_posix().replace("/", "_") if not link.startswith("../figures/") else "figures/" + f.name
+                rel = f.relative_to(ROOT).as_posix().replace("/", "_") if "reproduce-demo/figures/" not in link else "figures/" + f.name
                 (out / rel).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, out / rel)
                 return f"{m.group(1)}({rel})"
         return m.group(0)
@@ -311,12 +311,12 @@ def page_md(stem: str, nb: dict, ids: dict[str, str], refs: dict[str, str], page
 
 
 def figures_md(out: Path, pages=()) -> str:
-    "The figures page: every figure of the committed reproduction (as published in figures/reproduce-demo/), with its CSV."
+    "The figures page: every figure of the committed reproduction (runs/reproduce-demo/figures/), with its CSV."
     figs = sorted(PUBLISHED.glob("*.png"))
     (out / "figures").mkdir(parents=True, exist_ok=True)
     parts = ["# Figures of the committed reproduction",
-             "> Every figure that `megrag-kit reproduce --profile demo` drew into `runs/reproduce-demo/figures/` and copied to "
-             "the repository's `figures/reproduce-demo/` (the shipped demo set, SmolLM2-135M and MiniLM on a CPU). Each one's "
+             "> Every figure that `megrag-kit reproduce --profile demo` drew into `runs/reproduce-demo/figures/` "
+             "(the shipped demo set, SmolLM2-135M and MiniLM on a CPU). Each one's "
              "numbers are in the CSV file beside it; the "
              "notebooks that draw them are the Experiments pages, shown as that reproduction executed them.",
              " · ".join(f"[{t}]({s}.md)" for s, t in (("50_megrag_tables", "MEGRAG tables"), ("51_megrag_figures", "MEGRAG figures"),

@@ -1,19 +1,20 @@
 """Seconds per question of each method beside this machine's floor for the same LLM work.
 
     python benchmarks/speed/bench_floor.py [--questions 4] [--methods native_rag,ircot,iter_retgen,megrag,evireform,cara]
-        [--threads 2] [--llm smollm2-135m] [--out benchmarks/results/floor.md]
+        [--threads 2] [--llm smollm2-135m] [--batch 1[,8]] [--out benchmarks/results/floor.md]
 
 The machine is measured first, in this process and at these threads: the peak matrix-multiply rate in fp32 and in
 bf16 (the best of several square products, FLOP/s) and the memory read rate (the best of several sums over a 1 GiB
-tensor, bytes/s). Then each method answers the first `--questions` demo questions one at a time (`batch_size=1`, LLM
-call cache off, parser OpenIE, the small budgets of `bench_methods.PARAMS`; a first untimed pass fills the lazy views
+tensor, bytes/s). Then each method answers the first `--questions` demo questions `--batch` at a time (default 1: one at a time;
+a list such as `1,8` measures each in turn, in the same process), LLM call cache off, parser OpenIE, the small budgets of `bench_methods.PARAMS`; a first untimed pass fills the lazy views
 and loads the models), and its prompt and completion tokens per question give three floors for the LLM's work (N: the
-LLM's parameters):
+LLM's parameters; B: `--batch`):
 
 - compute floor (the issue's definition): (prompt + completion tokens) x 2N / fp32 peak;
 - the same in bf16: (prompt + completion tokens) x 2N / bf16 peak (the precision `--precision bf16` runs use);
-- memory floor of batch-1 decoding: every generated token reads all the weights once, completion tokens x 4N bytes /
-  read rate (fp32 weights), which on a CPU is far above the compute floor of a token.
+- memory floor of decoding: every decoding step reads all the weights once, completion tokens x 4N bytes / read rate
+  (fp32 weights), far above the compute floor of a token on a CPU; with `--batch B` the questions of a batch decode
+  in lock-step (one weight read serves B tokens), so a question's share of it is divided by B.
 
 `machine floor` is the prefill at the fp32 peak plus each generated token at the larger of its compute and memory
 floors: what a perfect engine of fp32 weights could do here. Printed per method: s/question, the LLM's share of it,
@@ -83,7 +84,9 @@ def main():
     ap.add_argument("--methods", default="native_rag,ircot,iter_retgen,megrag,evireform,cara")
     ap.add_argument("--threads", type=int, default=None); ap.add_argument("--out", default=None)
     ap.add_argument("--llm", default="smollm2-135m")
+    ap.add_argument("--batch", default="1", help="questions answered together (lock-step decoding), e.g. 1,8")
     a = ap.parse_args()
+    batches = [int(b) for b in a.batch.split(",")]
     from megrag_kit.core import set_threads
     th = set_threads(a.threads)
     import tempfile, torch
@@ -91,54 +94,65 @@ def main():
     from megrag_kit.method import Resources, build_method
     say("# Seconds per question beside this machine's floor for the same LLM work\n")
     say(f"started {now()}; load average {load()}; threads {th['threads']} ({th['source']}), cores {th['cores']}; "
-        f"torch {torch.__version__}; demo, first {a.questions} questions, batch 1, LLM {a.llm}, cache off, parser OpenIE\n")
+        f"torch {torch.__version__}; demo, first {a.questions} questions, batch {a.batch}, LLM {a.llm}, cache off, parser OpenIE\n")
     f32, bf16, bw = peak_flops(torch.float32), peak_flops(torch.bfloat16), read_rate()
     say(f"machine: fp32 peak {f32 / 1e9:.1f} GFLOP/s, bf16 peak {bf16 / 1e9:.1f} GFLOP/s, memory read "
         f"{bw / 1e9:.1f} GB/s (load {load()})\n")
     ds = load_dataset("demo"); qs = ds.questions[:a.questions]
     log = Path(a.out).with_suffix(".jsonl") if a.out else None
     rows = [json.loads(l) for l in log.read_text().splitlines() if l.strip()] if log and log.exists() else []
-    done = {r["m"] for r in rows}
-    if done: say(f"resumed: {', '.join(sorted(done))} measured earlier (in {log})\n")
+    done = {(r["m"], r.get("batch", 1)) for r in rows}
+    if done: say(f"resumed: {', '.join(f'{m} batch {b}' for m, b in sorted(done))} measured earlier (in {log})\n")
     with tempfile.TemporaryDirectory() as root:
-        res = Resources(ds, a.llm, "minilm", device="cpu", batch_size=1, cache=False, store_root=root,
+        res = Resources(ds, a.llm, "minilm", device="cpu", batch_size=max(batches), cache=False, store_root=root,
                         openie_backend="parser")
         n_par = None
-        for name in [n for n in a.methods.split(",") if n not in done]:
+        for name in [n for n in a.methods.split(",") if any((n, b) not in done for b in batches)]:
             m = build_method(name, PARAMS.get(name, {}), res)
-            m.answer(qs)                                                  # lazy views, model loads (untimed)
+            first = [r.prediction for r in m.answer(qs)]                  # lazy views, model loads (untimed)
             if n_par is None:
                 n_par = llm_parameters(res.llm)
                 say(f"LLM parameters N = {n_par:,} (fp32 weights: {4 * n_par / 2**20:,.0f} MiB read per generated token)\n")
-            m = build_method(name, PARAMS.get(name, {}), res)
-            la = os.getloadavg()[0]
-            t = time.perf_counter(); out = [m.answer([q])[0] for q in qs]; dt = (time.perf_counter() - t) / len(qs)
-            p = sum(r.cost.prompt_tokens for r in out) / len(out); c = sum(r.cost.completion_tokens for r in out) / len(out)
-            llm = sum(r.cost.llm_seconds for r in out) / len(out)
-            fl = (p + c) * 2 * n_par / f32; fl_bf = (p + c) * 2 * n_par / bf16; mem = c * 4 * n_par / bw
-            machine = p * 2 * n_par / f32 + c * max(2 * n_par / f32, 4 * n_par / bw)
-            row = dict(m=name, n=len(qs), s=dt, llm_s=llm, p=p, c=c, floor=fl, floor_bf16=fl_bf, mem=mem, machine=machine,
-                       la=la, at=now(), f32=f32, bf16=bf16, bw=bw, N=n_par)
-            say(f"{name:12s} {dt:6.2f} s/q (LLM {llm:5.2f} s), {p:6.0f} prompt + {c:4.0f} completion tokens/q; floors: "
-                f"compute {fl:.3f} s ({dt / fl:.1f}x), bf16 {fl_bf:.3f} s ({dt / fl_bf:.1f}x), decode memory {mem:.2f} s, "
-                f"machine {machine:.2f} s ({dt / machine:.1f}x) (load {la:.2f})")
-            rows.append(row)
-            if log:
-                with open(log, "a") as f: f.write(json.dumps(row) + "\n")
-                write_md(a.out, rows)
+            for b in [b for b in batches if (name, b) not in done]:
+                rows.append(measure(name, b, qs, res, first, n_par, f32, bf16, bw))
+                if log:
+                    with open(log, "a") as f: f.write(json.dumps(rows[-1]) + "\n")
+                    write_md(a.out, rows)
     write_md(a.out, rows)
+
+
+def measure(name, b, qs, res, first, n_par, f32, bf16, bw) -> dict:
+    """One timed pass of method `name` over `qs`, `b` questions per `answer` call, and its floors (a row; `same`: the
+    predictions equal to the untimed pass's `first`)."""
+    from megrag_kit.method import build_method
+    m = build_method(name, PARAMS.get(name, {}), res)
+    la = os.getloadavg()[0]
+    t = time.perf_counter(); out = [r for i in range(0, len(qs), b) for r in m.answer(qs[i:i + b])]
+    dt = (time.perf_counter() - t) / len(qs)
+    p = sum(r.cost.prompt_tokens for r in out) / len(out); c = sum(r.cost.completion_tokens for r in out) / len(out)
+    llm = sum(r.cost.llm_seconds for r in out) / len(out)
+    fl = (p + c) * 2 * n_par / f32; fl_bf = (p + c) * 2 * n_par / bf16; mem = c * 4 * n_par / bw / b
+    machine = p * 2 * n_par / f32 + c * max(2 * n_par / f32, 4 * n_par / bw / b)
+    row = dict(m=name, n=len(qs), s=dt, llm_s=llm, p=p, c=c, floor=fl, floor_bf16=fl_bf, mem=mem, machine=machine,
+               la=la, at=now(), batch=b, same=sum(r.prediction == f for r, f in zip(out, first)), f32=f32, bf16=bf16,
+               bw=bw, N=n_par)
+    say(f"{name:12s} batch {b}: {dt:6.2f} s/q (LLM {llm:5.2f} s), {p:6.0f} prompt + {c:4.0f} completion tokens/q; floors: "
+        f"compute {fl:.3f} s ({dt / fl:.1f}x), bf16 {fl_bf:.3f} s ({dt / fl_bf:.1f}x), decode memory {mem:.2f} s, "
+        f"machine {machine:.2f} s ({dt / machine:.1f}x), {row['same']}/{len(qs)} predictions as the untimed pass's "
+        f"(load {la:.2f})")
+    return row
 
 
 def write_md(out, rows):
     "The table of all measured rows (this run's and earlier ones'), printed and, with `out`, written to it."
-    table = ["| method | parameters | questions | s/question | LLM s/question | prompt tokens/q | completion tokens/q "
+    table = ["| method | parameters | questions | batch | s/question | LLM s/question | prompt tokens/q | completion tokens/q "
              "| compute floor s (x) | bf16 compute floor s (x) | decode memory floor s | machine floor s (x) "
-             "| load avg before | measured |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| same predictions | load avg before | measured |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         prm = ", ".join(f"{k}={v}" for k, v in PARAMS.get(r["m"], {}).items()) or "defaults"
-        table.append(f"| {r['m']} | {prm} | {r['n']} | {r['s']:.2f} | {r['llm_s']:.2f} | {r['p']:,.0f} | {r['c']:,.0f} "
+        table.append(f"| {r['m']} | {prm} | {r['n']} | {r.get('batch', 1)} | {r['s']:.2f} | {r['llm_s']:.2f} | {r['p']:,.0f} | {r['c']:,.0f} "
                      f"| {r['floor']:.3f} ({r['s'] / r['floor']:.1f}x) | {r['floor_bf16']:.3f} ({r['s'] / r['floor_bf16']:.1f}x) "
-                     f"| {r['mem']:.2f} | {r['machine']:.2f} ({r['s'] / r['machine']:.1f}x) | {r['la']:.2f} | {r['at']} |")
+                     f"| {r['mem']:.2f} | {r['machine']:.2f} ({r['s'] / r['machine']:.1f}x) | {r.get('same', '-')} | {r['la']:.2f} | {r['at']} |")
     publish(out, table)
 
 

@@ -3,7 +3,7 @@ results, candidates scored and unassessed, the Eq. 4 scores by the paper's scale
 passages' scores for evaluation, the fill from BM25), written as a Markdown table (a step of
 experiments/cara-musique100-gold-search.toml).
 
-    python experiments/steps/cara_causal_scores.py runs/musique100-cara-gold_search-full benchmarks/results/X.md
+    python experiments/steps/cara_causal_scores.py runs/musique100-cara-gold_search-full runs/reports/X.md
 """
 import json, sys
 from pathlib import Path

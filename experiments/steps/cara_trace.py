@@ -1,4 +1,4 @@
-"""Save one question of a CARA run with node names resolved, for the notebook's walk-through (figures/cara_trace_2wiki.json).
+"""Save one question of a CARA run with node names resolved, for the notebook's walk-through (runs/traces/cara_trace_2wiki.json).
 
     python experiments/steps/cara_trace.py runs/2wiki3-cara-full [question index, default 0]
 Reads the run's predictions.jsonl and run.json, rebuilds (or loads the kept) corpus graph of the dataset's store."""

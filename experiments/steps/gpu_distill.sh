@@ -4,7 +4,7 @@
 # continued to 5 epochs, then LoRA on all 30 layers at rank 16 for 3 epochs (the timeouts below sized from the
 # 2026-12-04 runs' seconds per step to fit 10 minutes); each run's manifest records its seconds per step, its
 # validation loss after every epoch, the device and the GPU's peak memory. What ran on 2026-12-04
-# and what it measured: benchmarks/results/gpu-distill.md.
+# and what it measured: runs/reports/gpu-distill.md.
 #
 #   bash experiments/steps/gpu_distill.sh OUT_DIR            # on a machine with a CUDA GPU and the kit installed
 #

@@ -4,7 +4,7 @@ any model: every free-form prediction row keeps the reader's raw output in `trac
     python experiments/steps/rescore_extraction.py runs/2wiki100-direct runs/2wiki100-native_rag runs/2wiki100-oracle
 
 Prints, per run, EM/F1 before and after and the rows whose prediction changed; writes
-`benchmarks/results/<run>.rescored.summary.json`. Rows answered under an options enum (A-or-B and yes/no questions
+`runs/reports/<run>.rescored.summary.json`. Rows answered under an options enum (A-or-B and yes/no questions
 with `reader_constrain_options`) are not free-form and are left as they are."""
 import json, sys
 from pathlib import Path
@@ -12,7 +12,7 @@ from megrag_kit.core import Question
 from megrag_kit.reader import answer_options, extract_answer
 from megrag_kit.runner import read_predictions, score, summarize
 
-RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "runs" / "reports"
 
 
 def rescore(folder: Path) -> dict:
