@@ -12,7 +12,7 @@ from .models_cache import Generation, model_identity
 from .models_chat import ChatModel
 
 # %% auto #0
-__all__ = ['SMOLLM2_GGUF', 'CONSTRAINED_PROMPT', 'smollm2_path', 'HFChatModel']
+__all__ = ['SMOLLM2_GGUF', 'CONSTRAINED_PROMPT', 'PAD_WASTE', 'smollm2_path', 'HFChatModel', 'length_buckets']
 
 # %% ../nbs/02c_models_hf.ipynb #c1a1e27b
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -70,6 +70,23 @@ class HFChatModel(ChatModel):
         "The exact prompt string the model sees (chat template + generation prompt)."
         return self.tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
+# %% ../nbs/02c_models_hf.ipynb #f00b7f4e
+PAD_WASTE = 0.25   # a lock-step group's padded tokens may exceed its real tokens by at most this share
+
+def length_buckets(lengths: list[int], size: int, waste: float = PAD_WASTE) -> list[list[int]]:
+    """The lock-step groups of a batched call: the indices of `lengths` (each prompt's token count) sorted by length
+    (ties in input order) and cut greedily into groups of at most `size` whose padded size (the group's count times
+    its longest length) is at most `1 + waste` times its real tokens. Returns the groups, shortest prompts first;
+    every index appears exactly once. `ValueError` when `size < 1` or `waste < 0`."""
+    if size < 1 or waste < 0: raise ValueError(f"length_buckets: size must be >= 1 and waste >= 0, got {size}, {waste}")
+    groups, cur, real = [], [], 0
+    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        n = lengths[i]
+        if cur and (len(cur) == size or (len(cur) + 1) * n > (1 + waste) * (real + n)):
+            groups.append(cur); cur, real = [], 0
+        cur.append(i); real += n
+    return groups + [cur] if cur else groups
+
 # %% ../nbs/02c_models_hf.ipynb #535ca27d
 @patch
 def _stop_criteria(self: HFChatModel, stop):
@@ -86,9 +103,10 @@ def _generate(self: HFChatModel, messages, max_new_tokens=64, temperature=0.0, s
     import torch
     if json_schema is not None: return self._generate_json(messages, json_schema, max_new_tokens, temperature, seed)
     texts = [self.render(m) for m in messages]
-    out = []
-    for b in range(0, len(texts), self.batch_size):
-        enc = self.tok(texts[b:b + self.batch_size], return_tensors="pt", padding=True,
+    out = [None] * len(texts)
+    lens = [len(ids) for ids in self.tok(texts, add_special_tokens=False)["input_ids"]]
+    for group in length_buckets(lens, self.batch_size):
+        enc = self.tok([texts[i] for i in group], return_tensors="pt", padding=True,
                        add_special_tokens=False).to(self.device)
         kw = dict(max_new_tokens=max_new_tokens, pad_token_id=self.tok.pad_token_id)
         if temperature > 0:
@@ -97,10 +115,10 @@ def _generate(self: HFChatModel, messages, max_new_tokens=64, temperature=0.0, s
         if stop: kw.update(stopping_criteria=self._stop_criteria(stop))
         with torch.inference_mode(): gen = self.model.generate(**enc, **kw)
         new = gen[:, enc["input_ids"].shape[1]:]
-        for row, mask in zip(new, enc["attention_mask"]):
+        for i, row, mask in zip(group, new, enc["attention_mask"]):
             n = int((row != self.tok.pad_token_id).sum()) if self.tok.pad_token_id is not None else len(row)
-            out.append(Generation(self.tok.decode(row, skip_special_tokens=True).strip(), int(mask.sum()), n,
-                                  finish_reason="length" if n >= max_new_tokens else "stop"))
+            out[i] = Generation(self.tok.decode(row, skip_special_tokens=True).strip(), int(mask.sum()), n,
+                                finish_reason="length" if n >= max_new_tokens else "stop")
     return out
 
 # %% ../nbs/02c_models_hf.ipynb #02fdb5df
@@ -114,15 +132,15 @@ def _generate_json(self: HFChatModel, messages, schema, max_new_tokens, temperat
     if key not in self._generators:  # compiling a schema to its token automaton is the slow part: once per schema
         if len(self._generators) > 64: self._generators.clear()
         self._generators[key] = outlines.Generator(self._outlines, JsonSchema(json.dumps(schema)))
-    gen, out = self._generators[key], []
-    for b in range(0, len(messages), self.batch_size):
-        chunk = messages[b:b + self.batch_size]
+    gen, out = self._generators[key], [None] * len(messages)
+    lens = [len(self.tok(self.render(m), add_special_tokens=False)["input_ids"]) for m in messages]
+    for group in length_buckets(lens, self.batch_size):
+        chunk = [messages[i] for i in group]
         kw = {}                                     # greedy (the model's generation config)
         if temperature > 0:                         # sampled under the schema, seeded like free decoding
             torch.manual_seed(seed or 0); kw = dict(do_sample=True, temperature=temperature, top_p=1.0)
         res = gen.batch([Chat(m) for m in chunk], max_new_tokens=max_new_tokens, **kw)  # templated once
-        for m, r in zip(chunk, res):                # the prompt counted as the model read it: rendered once
+        for i, r in zip(group, res):                # the prompt counted as the model read it: rendered once
             n = len(self.tok(r, add_special_tokens=False)["input_ids"])
-            out.append(Generation(r, len(self.tok(self.render(m), add_special_tokens=False)["input_ids"]), n,
-                                  finish_reason="length" if n >= max_new_tokens else "stop"))
+            out[i] = Generation(r, lens[i], n, finish_reason="length" if n >= max_new_tokens else "stop")
     return out
