@@ -19,7 +19,8 @@ _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1 and "MEGRAG_KIT_THREADS" not in os.environ:
     os.environ["MEGRAG_KIT_THREADS"] = os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // _WORKERS))
 
-from megrag_kit.models import ChatModel, Generation, LLMCache, load_llm, load_embedder
+from megrag_kit.models import LLMCache, load_llm, load_embedder
+from megrag_kit.testing import ScriptedLLM    # the scripted fake LLM the tests import from here (nbs/02i_testing.ipynb)
 
 def shared_dir(environ=os.environ) -> Path:
     "The benchmark data folder the tests read: `$MEGRAG_KIT_DATA` when set (as for the kit), else ../shared/data beside the checkout."
@@ -85,21 +86,6 @@ def pytest_runtest_makereport(item, call):
         rep.outcome, rep.longrepr = "failed", (f"{item.nodeid} skipped for want of the benchmark data but is not marked "
                                                "`data`: give it @needs_shared or @pytest.mark.data (tests/conftest.py)")
     return rep
-
-
-class ScriptedLLM(ChatModel):
-    """Fake LLM for control-flow unit tests: answers from a list (or a function of the last user message)."""
-    model_id = "scripted"
-    def __init__(self, script, latency_s: float = 0.0):
-        super().__init__(cache=False)
-        self.script, self.seen, self.latency_s = script, [], latency_s
-    def _generate(self, messages, **params):
-        out = []
-        for m in messages:
-            self.seen.append(m)
-            text = self.script(m[-1]["content"]) if callable(self.script) else self.script.pop(0)
-            out.append(Generation(text, 10, 3, latency_s=self.latency_s))
-        return out
 
 
 @pytest.fixture(scope="session")

@@ -1,31 +1,8 @@
-"""Light stand-ins for the fast test tier: an embedder that needs no model (control-flow tests only)."""
-import re, zlib
-import numpy as np
-from megrag_kit.models import Embedder
-
-
-class HashEmbedder(Embedder):
-    """Bag-of-words vectors hashed into `dim` buckets (crc32 of each lower-cased word), L2-normalized.
-
-    Not a language model: passages that share words with a query score higher, which is all the control-flow
-    tests of the methods need from a retriever. Loads in microseconds. `model_id` and `dim` name and size it (an
-    index keyed by another name or size is another index); `encode_calls` counts `encode` calls."""
-    model_id, dim, encode_calls = "hash-bow-256", 256, 0
-
-    def __init__(self, model_id: str | None = None, dim: int | None = None):
-        if model_id is not None: self.model_id = model_id
-        if dim is not None: self.dim = dim
-
-    def encode(self, texts, batch_size=64):
-        self.encode_calls += 1
-        x = np.zeros((len(texts), self.dim), np.float32)
-        for i, t in enumerate(texts):
-            for w in re.findall(r"\w+", t.lower()): x[i, zlib.crc32(w.encode()) % self.dim] += 1.0
-        return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-
-
+"""Light stand-ins for the fast test tier (control-flow tests only): the shared hashing embedder, and a scripted policy
+that answers every LLM call of the kit's methods."""
 import json as _json
 from megrag_kit.models import ChatModel, Generation
+from megrag_kit.testing import HashEmbedder    # the shared hashing embedder (nbs/02i_testing.ipynb), imported from here
 
 
 class ScriptedPolicy(ChatModel):

@@ -1,7 +1,8 @@
 """The package's layers as an allow-list over its real import graph (every import statement at any depth, lazy ones
 inside functions included, and `importlib.import_module` of a constant name): the foundation imports only the
 foundation, a method module imports the foundation, and the runner, report, reproduce, scale, experiment and CLI
-layer reaches methods only through the registry (`method.discover`, `get_method`, `build_method`); no cycle anywhere."""
+layer reaches methods only through the registry (`method.discover`, `get_method`, `build_method`); the tests'
+stand-ins (`testing`) import the foundation and no kit module imports them; no cycle anywhere."""
 import ast, functools, shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +25,13 @@ LAYERS = {
              "distill_teachers", "distill_collect", "distill_train", "distill_hops"},
     "tool": {"distill"},                  # built on one named method (see DECLARED), used by the CLI
     "app": {"runner", "report", "viz", "reproduce", "scale", "experiment", "cli"},        # drive methods by name
+    # stand-ins of the model interfaces for control-flow tests (a hashing embedder, a scripted chat model): built on
+    # the foundation's models, imported by the notebooks' and the tests' code, never by a kit module
+    "testing": {"testing"},
 }
 LAYER_OF = {m: layer for layer, ms in LAYERS.items() for m in ms}
 MAY_IMPORT = {"foundation": {"foundation"}, "method": {"foundation"}, "part": {"foundation"}, "tool": {"foundation"},
-              "app": {"foundation"}}
+              "app": {"foundation"}, "testing": {"foundation"}}
 # Each split module's parts, in their order: the module imports (and re-exports) them, a part imports only the
 # parts before it, and nothing else imports a part (a caller imports the split module's names).
 PARTS = {"models": ("models_cache", "models_chat", "models_hf", "models_http", "models_embed", "models_spec",
