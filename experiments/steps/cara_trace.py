@@ -23,5 +23,5 @@ for agent in row["trace"]["agents"]:
 row["agent_lists"] = [[name(v) for v in l] for l in row["agent_lists"]]
 row["retrieved_named"] = [name(v) for v in row["retrieved"][:10]]
 row["params"] = mf["params"]
-out = Path(__file__).resolve().parents[2] / "figures" / "cara_trace_2wiki.json"
+out = Path(__file__).resolve().parents[2] / "runs" / "traces" / "cara_trace_2wiki.json"
 out.write_text(json.dumps(row, indent=1, ensure_ascii=False)); print("wrote", out)
