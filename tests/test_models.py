@@ -76,12 +76,13 @@ def test_local_model_batched_equals_single(smollm):
     mixed = [prompts[0], long, prompts[1]]
     lens = [len(smollm.tok(smollm.render([{"role": "user", "content": m}]), add_special_tokens=False)["input_ids"])
             for m in mixed]
-    assert len(length_buckets(lens, smollm.batch_size)) == 2
-    assert [g.text for g in smollm.generate(mixed, max_new_tokens=12)] == \
-        [g.text for g in load_llm("smollm2-135m", "cpu", cache=False, batch_size=1).generate(mixed, max_new_tokens=12)]
-    schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 20}}, "required": ["answer"]}
+    eight = load_llm("smollm2-135m", "cpu", cache=False, batch_size=8)   # no cache: all three reach the backend
+    assert len(length_buckets(lens, eight.batch_size)) == 2
     one = load_llm("smollm2-135m", "cpu", cache=False, batch_size=1)
-    assert [g.text for g in smollm.generate(mixed, max_new_tokens=24, json_schema=schema)] == \
+    assert [g.text for g in eight.generate(mixed, max_new_tokens=12)] == \
+        [g.text for g in one.generate(mixed, max_new_tokens=12)]
+    schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 20}}, "required": ["answer"]}
+    assert [g.text for g in eight.generate(mixed, max_new_tokens=24, json_schema=schema)] == \
         [g.text for g in one.generate(mixed, max_new_tokens=24, json_schema=schema)]
 
 

@@ -5,9 +5,10 @@
 
 The machine is measured first, in this process and at these threads: the peak matrix-multiply rate in fp32 and in
 bf16 (the best of several square products, FLOP/s) and the memory read rate (the best of several sums over a 1 GiB
-tensor, bytes/s). Then each method answers the first `--questions` demo questions `--batch` at a time (default 1: one at a time;
-a list such as `1,8` measures each in turn, in the same process), LLM call cache off, parser OpenIE, the small budgets of `bench_methods.PARAMS`; a first untimed pass fills the lazy views
-and loads the models), and its prompt and completion tokens per question give three floors for the LLM's work (N: the
+tensor, bytes/s). Then each method answers the first `--questions` demo questions `--batch` at a time (default 1:
+one at a time; a list such as `1,8` measures each in turn, in the same process; LLM call cache off, parser OpenIE,
+the small budgets of `bench_methods.PARAMS`; a first untimed pass fills the lazy views and loads the models), and
+its prompt and completion tokens per question give three floors for the LLM's work (N: the
 LLM's parameters; B: `--batch`):
 
 - compute floor (the issue's definition): (prompt + completion tokens) x 2N / fp32 peak;
@@ -20,7 +21,7 @@ LLM's parameters; B: `--batch`):
 floors: what a perfect engine of fp32 weights could do here. Printed per method: s/question, the LLM's share of it,
 the floors and the ratio of s/question to each. Nothing here asserts a time; the UTC time and load average of every
 measurement are printed. With `--out F.md` the rows go to `F.jsonl` as they are measured (a killed run keeps them;
-the same command measures only the methods missing, and with none missing only rewrites `F.md` from it, the machine
+the same command measures only the (method, batch) pairs missing, and with none missing only rewrites `F.md` from it, the machine
 measured again) and `F.md` is rewritten."""
 import argparse, json, os, sys, time
 from datetime import datetime, timezone
