@@ -571,12 +571,12 @@ def experiment_run(file: Path = typer.Argument(..., help="an experiment file (TO
                    workers: int = typer.Option(2, min=1, help="runs in flight on Ray"),
                    address: str = typer.Option(None, help="a Ray cluster to join; default: a local instance"),
                    dry_run: bool = typer.Option(False, help="check the file and print each run's state; answer "
-                                                "nothing (a [reproduce] table's notebooks run with their runs looked "
+                                                "nothing (a \\[reproduce] table's notebooks run with their runs looked "
                                                 "up: minutes)"),
                    run: list[str] = typer.Option(None, "--run", help="only this run (repeatable): split an "
                                                  "experiment's runs between processes; the reports wait for all")):
     """Run an experiment file: its steps, every run not complete (a complete one is skipped, an unfinished one
-    resumes), its reports, then the notebooks of its [reproduce] table (the papers' tables and figures). `--run NAME`
+    resumes), its reports, then the notebooks of its \\[reproduce] table (the papers' tables and figures). `--run NAME`
     (repeatable) runs only those runs, so two processes can share the cores: the reports and notebooks wait until
     every run is complete. Exit status 1 when a run, a step or a notebook failed, and with `--dry-run` 3 when something
     would be answered anew (a run or a notebook's run not complete), as `reproduce --dry-run`."""
