@@ -99,12 +99,16 @@ def _stop_criteria(self: HFChatModel, stop):
     return self._stops[key]
 
 @patch
+def _token_counts(self: HFChatModel, texts: list[str]) -> list[int]:
+    "The tokens of each rendered prompt as the model reads it (no special tokens added: the template holds them)."
+    return [len(ids) for ids in self.tok(texts, add_special_tokens=False)["input_ids"]]
+
+@patch
 def _generate(self: HFChatModel, messages, max_new_tokens=64, temperature=0.0, stop=None, json_schema=None, seed=None):
     import torch
     if json_schema is not None: return self._generate_json(messages, json_schema, max_new_tokens, temperature, seed)
     texts = [self.render(m) for m in messages]
-    out = [None] * len(texts)
-    lens = [len(ids) for ids in self.tok(texts, add_special_tokens=False)["input_ids"]]
+    out, lens = [None] * len(texts), self._token_counts(texts)
     for group in length_buckets(lens, self.batch_size):
         enc = self.tok([texts[i] for i in group], return_tensors="pt", padding=True,
                        add_special_tokens=False).to(self.device)
@@ -133,7 +137,7 @@ def _generate_json(self: HFChatModel, messages, schema, max_new_tokens, temperat
         if len(self._generators) > 64: self._generators.clear()
         self._generators[key] = outlines.Generator(self._outlines, JsonSchema(json.dumps(schema)))
     gen, out = self._generators[key], [None] * len(messages)
-    lens = [len(self.tok(self.render(m), add_special_tokens=False)["input_ids"]) for m in messages]
+    lens = self._token_counts([self.render(m) for m in messages])
     for group in length_buckets(lens, self.batch_size):
         chunk = [messages[i] for i in group]
         kw = {}                                     # greedy (the model's generation config)

@@ -688,7 +688,8 @@ def _dry_run(pm, todo, ps: dict, out: Path, root: Path, kernel: str, progress: b
                   + (f" ({sum(x['to_answer'] for x in missing)} questions)" if missing else "")
                   + (f"; stopped early at a cell that needed a missing run ({r['failed']}): a lower bound"
                      if r.get("failed") else ""), flush=True)
-            for x in missing: print(f"    {x['folder']}: {x['to_answer']} of its {x['questions']} questions to answer")
+            for x in missing:
+                print(f"    {x['folder']}: {x['to_answer']} of its {x['questions']} questions to answer", flush=True)
     if progress:
         tot = sum(d["to_answer"] for d in done.values())
         low = " at least" * any(d["stopped"] for d in done.values())       # a notebook stopped early: a lower bound

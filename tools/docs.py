@@ -324,7 +324,7 @@ def figures_md(out: Path, pages=()) -> str:
                         if s in pages)]
     for f in figs:
         shutil.copy2(f, out / "figures" / f.name)
-        csv = REPRODUCTION / "figures" / f"{f.stem}.csv"
+        csv = f.with_suffix(".csv")
         if csv.exists(): shutil.copy2(csv, out / "figures" / csv.name)
         parts.append(f"## {f.stem}\n\n![{f.stem}](figures/{f.name})\n\n" + (f"Data: [{csv.name}](figures/{csv.name})" if csv.exists() else ""))
     return "\n\n".join(parts) + "\n"

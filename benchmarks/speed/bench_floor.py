@@ -21,8 +21,8 @@ LLM's parameters; B: `--batch`):
 floors: what a perfect engine of fp32 weights could do here. Printed per method: s/question, the LLM's share of it,
 the floors and the ratio of s/question to each. Nothing here asserts a time; the UTC time and load average of every
 measurement are printed. With `--out F.md` the rows go to `F.jsonl` as they are measured (a killed run keeps them;
-the same command measures only the (method, batch) pairs missing, and with none missing only rewrites `F.md` from it, the machine
-measured again) and `F.md` is rewritten."""
+the same command measures only the (method, batch) pairs missing, and with none missing only rewrites `F.md` from
+it, the machine measured again) and `F.md` is rewritten."""
 import argparse, json, os, sys, time
 from datetime import datetime, timezone
 from pathlib import Path
