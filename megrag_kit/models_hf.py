@@ -12,7 +12,7 @@ from .models_cache import Generation, model_identity
 from .models_chat import ChatModel
 
 # %% auto #0
-__all__ = ['SMOLLM2_GGUF', 'CONSTRAINED_PROMPT', 'PAD_WASTE', 'smollm2_path', 'HFChatModel', 'length_buckets']
+__all__ = ['SMOLLM2_GGUF', 'CONSTRAINED_PROMPT', 'smollm2_path', 'HFChatModel', 'PrefixStore']
 
 # %% ../nbs/02c_models_hf.ipynb #c1a1e27b
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -47,9 +47,10 @@ class HFChatModel(ChatModel):
     `False` (none) or an `LLMCache`. `model_id` is `model_identity(name, path, chat_template=..., dtype=...,
     constrained_prompt=...)` with `name` defaulting to `hf:<folder name>`, so two checkpoints in folders of the same
     name never share cached calls (`constrained_prompt` names how schema-constrained calls see the prompt:
-    `CONSTRAINED_PROMPT`). Generation is greedy unless `temperature > 0`."""
+    `CONSTRAINED_PROMPT`). Generation is greedy unless `temperature > 0`. A batch is prefilled one prompt at a time
+    and decoded in lock-step; `prefix_tokens` is the capacity of its `PrefixStore` (prefix caching; 0: off)."""
     def __init__(self, path, device: str = "auto", batch_size: int = 8, model_id: str | None = None, cache=True,
-                 dtype=None, think_tokens: int = 0):
+                 dtype=None, think_tokens: int = 0, prefix_tokens: int = 16384):
         super().__init__(cache, think_tokens)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -64,28 +65,86 @@ class HFChatModel(ChatModel):
                                        chat_template=self.tok.chat_template, dtype=str(dtype),
                                        constrained_prompt=CONSTRAINED_PROMPT)
         self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=dtype).to(self.device).eval()
-        self._outlines, self._stops = None, {}
+        self._outlines, self._stops, self.prefix = None, {}, PrefixStore(prefix_tokens)
 
     def render(self, messages: list[dict]) -> str:
         "The exact prompt string the model sees (chat template + generation prompt)."
         return self.tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 # %% ../nbs/02c_models_hf.ipynb #f00b7f4e
-PAD_WASTE = 0.25   # a lock-step group's padded tokens may exceed its real tokens by at most this share
+class PrefixStore:
+    """The key/value caches of recently read prompts, for prefix caching: a prompt that starts with the same tokens
+    as a stored one takes their keys and values from it and computes only the rest.
 
-def length_buckets(lengths: list[int], size: int, waste: float = PAD_WASTE) -> list[list[int]]:
-    """The lock-step groups of a batched call: the indices of `lengths` (each prompt's token count) sorted by length
-    (ties in input order) and cut greedily into groups of at most `size` whose padded size (the group's count times
-    its longest length) is at most `1 + waste` times its real tokens. Returns the groups, shortest prompts first;
-    every index appears exactly once. `ValueError` when `size < 1` or `waste < 0`."""
-    if size < 1 or waste < 0: raise ValueError(f"length_buckets: size must be >= 1 and waste >= 0, got {size}, {waste}")
-    groups, cur, real = [], [], 0
-    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
-        n = lengths[i]
-        if cur and (len(cur) == size or (len(cur) + 1) * n > (1 + waste) * (real + n)):
-            groups.append(cur); cur, real = [], 0
-        cur.append(i); real += n
-    return groups + [cur] if cur else groups
+    `max_tokens`: capacity in prompt tokens, the least recently used prompts dropped first (0: nothing is stored; a
+    token of SmolLM2-135M's fp32 cache is 30 layers x 2 x 3 heads x 64 x 4 bytes = 46 KB, so the default 16,384
+    tokens hold at most 720 MiB); `min_reuse`: a shorter shared beginning is computed anew. `match(ids)` returns
+    `(n, kv)`: the longest beginning of `ids` (a list of token ids) shared with a stored prompt, in tokens (0 below
+    `min_reuse`), and that prompt's cache, per layer `(keys, values)` of shape `(1, kv_heads, length, head_dim)`;
+    `add(ids, kv)` stores a prompt's cache. `reused` and `computed` count the prompt tokens taken from the store and
+    computed (`HFChatModel` counts every prompt token in one of them). `ValueError` when `max_tokens < 0` or
+    `min_reuse < 1`."""
+    def __init__(self, max_tokens: int = 16384, min_reuse: int = 16):
+        if max_tokens < 0 or min_reuse < 1:
+            raise ValueError(f"PrefixStore: max_tokens must be >= 0 and min_reuse >= 1, got {max_tokens}, {min_reuse}")
+        self.max_tokens, self.min_reuse, self.entries, self.reused, self.computed = max_tokens, min_reuse, [], 0, 0
+
+    def match(self, ids: list[int]) -> tuple:
+        import torch
+        q, best, hit = torch.as_tensor(ids, dtype=torch.long), 0, None
+        for j, (stored, _) in enumerate(self.entries):
+            n = min(len(q), len(stored))
+            differ = (q[:n] != stored[:n]).nonzero()
+            shared = int(differ[0]) if len(differ) else n
+            if shared > best: best, hit = shared, j
+        if best < self.min_reuse: return 0, None
+        self.entries.append(self.entries.pop(hit))                          # most recently used last
+        return best, self.entries[-1][1]
+
+    def add(self, ids: list[int], kv: list[tuple]):
+        import torch
+        if not 0 < len(ids) <= self.max_tokens: return
+        self.entries.append((torch.as_tensor(ids, dtype=torch.long), kv))
+        while sum(len(e[0]) for e in self.entries) > self.max_tokens: self.entries.pop(0)
+
+# %% ../nbs/02c_models_hf.ipynb #17b48adf
+@patch
+def _prefill(self: HFChatModel, ids: list[int]) -> list[tuple]:
+    """The key/value cache of prompt tokens `ids`, computed alone from the longest beginning `self.prefix` holds: per
+    layer `(keys, values)`, each of shape `(1, kv_heads, len(ids), head_dim)`; the prompt is then stored."""
+    import torch
+    from transformers import DynamicCache
+    m, kv = self.prefix.match(ids)
+    cache = (DynamicCache(ddp_cache_data=[(k[:, :, :m], v[:, :, :m]) for k, v in kv]) if m
+             else DynamicCache(config=self.model.config))
+    if m < len(ids):
+        x, pos = torch.tensor([ids[m:]], device=self.device), torch.arange(m, len(ids), device=self.device)[None]
+        with torch.inference_mode(): self.model(input_ids=x, position_ids=pos, cache=cache, logits_to_keep=1)
+    kv = [(layer.keys, layer.values) for layer in cache.layers]
+    self.prefix.reused, self.prefix.computed = self.prefix.reused + m, self.prefix.computed + len(ids) - m
+    if m < len(ids): self.prefix.add(ids, kv)
+    return kv
+
+@patch
+def _lockstep(self: HFChatModel, rows: list[list[int]], **kw):
+    """`model.generate(**kw)` of the prompts `rows` (token ids) in one batch: each prompt but its last token is
+    prefilled alone (`_prefill`), the caches are stacked left-padded (padded positions masked), and `generate` reads
+    the last tokens and decodes every row in lock-step. Returns the new tokens, shape `(len(rows), steps)`, a row
+    padded with `pad_token_id` after it ends. A prompt under 2 tokens sends the batch through `generate` alone."""
+    import torch, torch.nn.functional as F
+    from transformers import DynamicCache
+    T, pad = max(map(len, rows)), self.tok.pad_token_id
+    ids, mask = torch.full((len(rows), T), pad), torch.zeros((len(rows), T), dtype=torch.long)
+    for i, r in enumerate(rows): ids[i, T - len(r):], mask[i, T - len(r):] = torch.tensor(r), 1
+    ids, mask = ids.to(self.device), mask.to(self.device)
+    if min(map(len, rows)) > 1:
+        kvs = [self._prefill(r[:-1]) for r in rows]
+        kw["cache"] = DynamicCache(ddp_cache_data=[
+            tuple(torch.cat([F.pad(kv[layer][j], (0, 0, T - len(r), 0)) for r, kv in zip(rows, kvs)]) for j in (0, 1))
+            for layer in range(len(kvs[0]))])
+    self.prefix.computed += len(rows) if "cache" in kw else sum(map(len, rows))       # what `generate` reads
+    with torch.inference_mode(): gen = self.model.generate(input_ids=ids, attention_mask=mask, pad_token_id=pad, **kw)
+    return gen[:, T:]
 
 # %% ../nbs/02c_models_hf.ipynb #535ca27d
 @patch
@@ -107,44 +166,41 @@ def _token_counts(self: HFChatModel, texts: list[str]) -> list[int]:
 def _generate(self: HFChatModel, messages, max_new_tokens=64, temperature=0.0, stop=None, json_schema=None, seed=None):
     import torch
     if json_schema is not None: return self._generate_json(messages, json_schema, max_new_tokens, temperature, seed)
-    texts = [self.render(m) for m in messages]
-    out, lens = [None] * len(texts), self._token_counts(texts)
-    for group in length_buckets(lens, self.batch_size):
-        enc = self.tok([texts[i] for i in group], return_tensors="pt", padding=True,
-                       add_special_tokens=False).to(self.device)
-        kw = dict(max_new_tokens=max_new_tokens, pad_token_id=self.tok.pad_token_id)
+    ids, out = self.tok([self.render(m) for m in messages], add_special_tokens=False)["input_ids"], []
+    for s in range(0, len(ids), self.batch_size):
+        kw = dict(max_new_tokens=max_new_tokens)
         if temperature > 0:
             torch.manual_seed(seed or 0); kw.update(do_sample=True, temperature=temperature, top_p=1.0)
         else: kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if stop: kw.update(stopping_criteria=self._stop_criteria(stop))
-        with torch.inference_mode(): gen = self.model.generate(**enc, **kw)
-        new = gen[:, enc["input_ids"].shape[1]:]
-        for i, row, mask in zip(group, new, enc["attention_mask"]):
-            n = int((row != self.tok.pad_token_id).sum()) if self.tok.pad_token_id is not None else len(row)
-            out[i] = Generation(self.tok.decode(row, skip_special_tokens=True).strip(), int(mask.sum()), n,
-                                finish_reason="length" if n >= max_new_tokens else "stop")
+        rows = ids[s:s + self.batch_size]
+        for r, new in zip(rows, self._lockstep(rows, **kw)):
+            n = int((new != self.tok.pad_token_id).sum())
+            out.append(Generation(self.tok.decode(new, skip_special_tokens=True).strip(), len(r), n,
+                                  finish_reason="length" if n >= max_new_tokens else "stop"))
     return out
 
 # %% ../nbs/02c_models_hf.ipynb #02fdb5df
 @patch
 def _generate_json(self: HFChatModel, messages, schema, max_new_tokens, temperature=0.0, seed=None):
     import outlines, torch
-    from outlines.inputs import Chat
     from outlines.types import JsonSchema
+    from transformers import LogitsProcessorList
     if self._outlines is None: self._outlines, self._generators = outlines.from_transformers(self.model, self.tok), {}
     key = json.dumps(schema, sort_keys=True)
     if key not in self._generators:  # compiling a schema to its token automaton is the slow part: once per schema
         if len(self._generators) > 64: self._generators.clear()
         self._generators[key] = outlines.Generator(self._outlines, JsonSchema(json.dumps(schema)))
-    gen, out = self._generators[key], [None] * len(messages)
-    lens = self._token_counts([self.render(m) for m in messages])
-    for group in length_buckets(lens, self.batch_size):
-        chunk = [messages[i] for i in group]
-        kw = {}                                     # greedy (the model's generation config)
+    proc, out = self._generators[key].logits_processor, []
+    texts = [self.render(m) for m in messages]                 # as outlines renders `Chat(m)`: templated once
+    ids, lens = self.tok(texts)["input_ids"], self._token_counts(texts)   # encoded as outlines encodes
+    for s in range(0, len(ids), self.batch_size):
+        proc.reset()                                # the automaton's state is per batch
+        kw = dict(max_new_tokens=max_new_tokens, logits_processor=LogitsProcessorList([proc]))
         if temperature > 0:                         # sampled under the schema, seeded like free decoding
-            torch.manual_seed(seed or 0); kw = dict(do_sample=True, temperature=temperature, top_p=1.0)
-        res = gen.batch([Chat(m) for m in chunk], max_new_tokens=max_new_tokens, **kw)  # templated once
-        for i, r in zip(group, res):                # the prompt counted as the model read it: rendered once
-            n = len(self.tok(r, add_special_tokens=False)["input_ids"])
-            out[i] = Generation(r, lens[i], n, finish_reason="length" if n >= max_new_tokens else "stop")
+            torch.manual_seed(seed or 0); kw.update(do_sample=True, temperature=temperature, top_p=1.0)
+        new = self._lockstep(ids[s:s + self.batch_size], **kw)        # greedy: the model's generation config
+        for i, r in zip(range(s, len(ids)), self.tok.batch_decode(new, skip_special_tokens=True)):
+            n = len(self.tok(r, add_special_tokens=False)["input_ids"])   # the reply counted as text, re-encoded
+            out.append(Generation(r, lens[i], n, finish_reason="length" if n >= max_new_tokens else "stop"))
     return out
