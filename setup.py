@@ -25,7 +25,7 @@ setuptools.setup(
     keywords=cfg['keywords'].split(),
     python_requires='>=' + cfg['min_python'],
     packages=setuptools.find_packages(include=['megrag_kit', 'megrag_kit.*']),
-    package_data={'megrag_kit': ['data/*', 'data/students/*/*']},
+    package_data={'megrag_kit': ['data/*', 'data/students/*/*', 'profiles/*.toml']},   # the reproduction profiles
     include_package_data=True,
     install_requires=requirements,
     extras_require=extras,

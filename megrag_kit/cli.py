@@ -285,7 +285,7 @@ def main():
 @app.command()
 @friendly
 def reproduce(profile: str = typer.Option("demo", help="demo (a few questions on a CPU) | paper (the papers' sizes; "
-                                          "a GPU or a server)"),
+                                          "a GPU or a server) | PATH.toml (a profile file of one's own)"),
               only: list[str] = typer.Option(None, help="one experiment (repeatable): " + " | ".join(EXPERIMENTS)),
               llm: str = typer.Option(None, help="override the profile's LLM: " + spec_forms("llm", reproduce=True)),
               llm_option: list[str] = typer.Option(None, help="an option of every LLM the notebooks load, name=value "

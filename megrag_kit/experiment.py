@@ -11,7 +11,7 @@ from .index import StoreOptions
 from .method import ConfigError, get_method
 from .models import ModelOptions, build_model, parse_model_spec
 from .report import report
-from .reproduce import EXPERIMENTS, PROFILES, default_out, plan_reproduction, reproduce
+from .reproduce import EXPERIMENTS, default_out, plan_reproduction, profile_params, reproduce
 from .scale import _as_dataset, cell_job, cell_state, run_jobs
 
 # %% auto #0
@@ -187,8 +187,9 @@ def _load_reports(f, d: dict, common: dict, names: list[str], about: str) -> lis
 
 # %% ../nbs/97_experiment.ipynb #02904c4a
 def _load_reproduce(f, r, limit: int | None) -> dict:
-    """The file's `[reproduce]` table `r` checked: `profile` (default `demo`) one of `PROFILES`, `only` a list of
-    `EXPERIMENTS` names, `params` a table (not `out`; a `limit` given to the driver replaces its own), `out` a
+    """The file's `[reproduce]` table `r` checked: `profile` (default `demo`) a shipped profile's name or a profile
+    file, a path ending in `.toml` (`profile_params`: an error names the profile file and its field), `only` a list
+    of `EXPERIMENTS` names, `params` a table (not `out`; a `limit` given to the driver replaces its own), `out` a
     folder, `figures` a folder or `false`; `{limit}` and `{dataset}` in the folders are the notebooks' (`params`, else
     the profile's). `ExperimentFileError` naming the field; the notebooks' own parameter names are checked by
     `plan_reproduction` before anything runs."""
@@ -196,8 +197,10 @@ def _load_reproduce(f, r, limit: int | None) -> dict:
     if not isinstance(r, dict): raise ExperimentFileError(f"{where} must be a table ([reproduce]), got {r!r}")
     _unknown(where, r, REPRODUCE_KEYS)
     profile, only, params = r.get("profile", "demo"), r.get("only"), r.get("params", {})
-    if not isinstance(profile, str) or profile not in PROFILES:
-        raise ExperimentFileError(f"{where}: profile {profile!r} is none of {list(PROFILES)}")
+    if not isinstance(profile, str):
+        raise ExperimentFileError(f"{where}: profile must be a name or a file, got {profile!r}")
+    try: prof = profile_params(profile)
+    except ValueError as e: raise ExperimentFileError(f"{where}: profile: {e}") from None
     if only is not None and not (isinstance(only, list) and only and all(n in EXPERIMENTS for n in only)):
         raise ExperimentFileError(f"{where}: only must be a non-empty list of {list(EXPERIMENTS)}, got {only!r}")
     if not isinstance(params, dict): raise ExperimentFileError(f"{where}: params must be a table, got {params!r}")
@@ -212,7 +215,7 @@ def _load_reproduce(f, r, limit: int | None) -> dict:
                                       + ("write figures = false to copy no figures" if k == "figures"
                                          else "omit out to use the default folder"))
     params = {**params, **({"limit": limit} if limit is not None else {})}          # --limit replaces the file's
-    nb = {**PROFILES[profile], **params}
+    nb = {**prof, **params}
     fill = lambda x: Path(_fill(x, dict(limit=nb.get("limit") or "all", dataset=nb.get("dataset")), where))
     return dict(profile=profile, only=only, params=params, out=fill(r["out"]) if r.get("out") else None,
                 figures=fill(r["figures"]) if r.get("figures") else r.get("figures"))
@@ -270,7 +273,7 @@ def _notebooks_only(f, d: dict, limit: int | None) -> ExperimentSpec:
         raise ExperimentFileError(f"{f}: {', '.join(extra)}: a file without runs declares only about and [reproduce] "
                                   "(the notebooks' dataset, limit and models go in [reproduce.params])")
     r = _load_reproduce(f, d["reproduce"], limit)
-    ds = {**PROFILES[r["profile"]], **r["params"]}.get("dataset")
+    ds = {**profile_params(r["profile"]), **r["params"]}.get("dataset")
     return ExperimentSpec(f, d.get("about", ""), str(ds), r["params"].get("limit"), [0], Path("runs"),
                           dict(STORE_KEYS), dict(MODEL_KEYS), reproduce=r,
                           command=f"megrag-kit experiment run {f}" + (f" --limit {limit}" if limit else ""))

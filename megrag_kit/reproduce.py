@@ -15,6 +15,7 @@ from .jsonl import PREDICTIONS, predictions_file
 from .method import (ConfigError, Resources, build_method, check_method_version, get_method,
                                method_version)
 from .models import NAMED_MODELS, build_model, check_llm_options, check_model_spec, parse_model_spec
+from .reproduce_profiles import profile_datasets, read_profile, read_profiles
 from .runner import _todo, read_predictions, run as run_questions, versions
 from fastcore.basics import patch
 
@@ -22,7 +23,7 @@ from fastcore.basics import patch
 __all__ = ['COMMON_PARAMS', 'KEYED_LLM_OPTIONS', 'SHIPPED_SPECS', 'EXPERIMENTS', 'PROFILES', 'NOTEBOOK_DEFAULTS', 'paper_dataset',
            'check_models', 'check_params', 'hardware', 'default_out', 'markdown_table', 'Experiment',
            'keyed_llm_options', 'read_run', 'newest_run', 'repo_relative', 'structure', 'ExperimentError',
-           'notebooks_dir', 'notebook_params', 'profile_datasets', 'check_datasets', 'publish_figures',
+           'profile_params', 'notebooks_dir', 'notebook_params', 'check_datasets', 'publish_figures',
            'plan_reproduction', 'reproduce']
 
 # %% ../nbs/95_reproduce.ipynb #eaa5efbe
@@ -104,9 +105,10 @@ def hardware() -> dict:
     return hw
 
 def default_out(profile: str = "demo") -> Path:
-    "The default output folder: `runs/reproduce-<profile>` of the repository holding the working directory (or in it)."
+    """The default output folder: `runs/reproduce-<profile>` (a profile file: its name without `.toml`) of the
+    repository holding the working directory (or in it)."""
     root = next((p for p in (Path.cwd(), *Path.cwd().parents) if (p / "settings.ini").exists()), Path.cwd())
-    return root / "runs" / f"reproduce-{profile}"
+    return root / "runs" / f"reproduce-{Path(profile).stem if str(profile).endswith('.toml') else profile}"
 
 # %% ../nbs/95_reproduce.ipynb #d48ceed4
 def markdown_table(df, ints=()) -> str:
@@ -423,28 +425,30 @@ def structure(r: dict, dataset: str) -> str:
 EXPERIMENTS = {"megrag_tables": "50_megrag_tables.ipynb", "megrag_figures": "51_megrag_figures.ipynb",
                "evireform_tables": "52_evireform_tables.ipynb", "cara_tables": "53_cara_tables.ipynb"}
 
-PROFILES = {
-    "demo": dict(dataset="demo", limit=2, llm="smollm2-135m", embedder="minilm", device="auto", batch_size=8,
-                 latency_batch_size=1,
-                 megrag={"n_p": 3, "budget": 2}, budgets=[1, 2], openie_backend="parser",
-                 cara={"agents": 2, "t_max": 2, "show": 5, "neighbors_k": 5, "snippet_chars": 100,
-                       "causal_tokens_per_candidate": 12, "read": False},
-                 limit_rounds=5, rounds_options={"pool_x": 6, "pool_r": 3, "read": False, "reorder_k": 20},
-                 limit_sweep=5, sweep_agents=[1, 2], sweep_t_max=[1, 3], growth_dataset="demo", growth_questions=30,
-                 limit_growth=3, answer_options={"read": True, "bertscore": True, "faithfulness": True},
-                 sweep_options={"read": True, "bertscore": True}),
-    "paper": dict(dataset="2wikimultihopqa", table2_dataset="musique",
-                  table_datasets=["2wikimultihopqa", "hotpotqa", "musique"], limit=1000, llm="smollm2-135m",
-                  embedder="minilm", device="auto", batch_size=32, latency_batch_size=1,
-                  limit_rounds=1000, limit_sweep=1000, sweep_agents=[1, 2, 3], sweep_t_max=[30, 150],
-                  growth_dataset="musique", growth_questions=1000, limit_growth=None),
-}
+PROFILES = read_profiles()           # {name: parameters} of megrag_kit/profiles/NAME.toml
 
 class ExperimentError(RuntimeError):
     """An experiment notebook failed; the message names the notebook, the error and the executed copy that shows the
     failing cell."""
 
 NOTEBOOK_DEFAULTS = {"evireform_tables": {"limit": None}}   # reads the committed runs whole, whatever the limit
+
+# %% ../nbs/95_reproduce.ipynb #7cc58186
+def profile_params(profile: str) -> dict:
+    """The parameters of `profile`: a copy of a shipped profile's (`PROFILES`), or those of a profile file (a path
+    ending in `.toml`, `read_profile`) with its common values checked as a notebook's (`check_params`, loading
+    nothing). `ValueError` naming the file and the field; for a name that is neither, naming the shipped ones."""
+    if profile in PROFILES: return copy.deepcopy(PROFILES[profile])
+    if not str(profile).endswith(".toml"):
+        raise ValueError(f"unknown profile {profile!r}; one of {list(PROFILES)}, or a profile file PATH.toml")
+    p = read_profile(profile)
+    try: check_params(_UNSET | {k: p[k] for k in (*COMMON_PARAMS, *_CHECKED) if k in p})
+    except ValueError as e: raise ValueError(f"{profile}: {e}") from None
+    return p
+
+_CHECKED = ("openie_backend", "latency_batch_size", "llm_options")     # checked by check_params beside COMMON_PARAMS
+_UNSET = dict(dataset="demo", limit=None, llm="smollm2-135m", embedder="minilm", device="cpu", seed=0, out="",
+              batch_size=1)   # stand-ins, for the checks, of what a profile leaves out: the notebooks' models
 
 # %% ../nbs/95_reproduce.ipynb #4d135186
 def notebooks_dir() -> Path:
@@ -479,14 +483,6 @@ def _check_notebook(pm, src, params: dict, root, kernel: str, name: str) -> floa
     return round(time.perf_counter() - t0, 1)
 
 # %% ../nbs/95_reproduce.ipynb #979bbc41
-def profile_datasets(params: dict) -> list[str]:
-    "The dataset names a set of notebook parameters uses (every `*dataset` string and `*datasets` list), in order."
-    names = []
-    for k, v in params.items():
-        if k.endswith("dataset") and isinstance(v, str): names.append(v)
-        elif k.endswith("datasets") and isinstance(v, (list, tuple)): names += [x for x in v if isinstance(x, str)]
-    return list(dict.fromkeys(names))
-
 def check_datasets(names, profile: str = "") -> dict:
     """Load each dataset in `names` (`load_dataset`); returns `{name: number of questions}`. `ExperimentError` naming
     every dataset that cannot load and why (e.g. no benchmark data folder: set `MEGRAG_KIT_DATA`), so that
@@ -516,14 +512,14 @@ def publish_figures(src, dest) -> list[Path]:
     return [Path(shutil.copyfile(src / n, dest / n)) for n in names]
 
 # %% ../nbs/95_reproduce.ipynb #9082e608
-def _experiment_params(n: str, src: Path, profile: str, params: dict | None, out: Path, known=()) -> dict:
-    """The parameters of experiment `n` (notebook `src`): `profile`'s, updated by `NOTEBOOK_DEFAULTS` and `params`,
+def _experiment_params(n: str, src: Path, profile: dict, params: dict | None, out: Path, known=()) -> dict:
+    """The parameters of experiment `n` (notebook `src`): the `profile`'s, updated by `NOTEBOOK_DEFAULTS` and `params`,
     those the notebook declares, and `out`. A given name that neither this notebook, the profile nor `known` (the
     parameters the other experiment notebooks declare: one `--param student=...` serves the notebook that has it)
     holds: `ValueError` naming it and the notebook's valid ones."""
     declared = notebook_params(src)
-    given = {**PROFILES[profile], **NOTEBOOK_DEFAULTS.get(n, {}), **(params or {})}
-    unknown = sorted(set(given) - set(declared) - set(PROFILES[profile]) - set(known))
+    given = {**profile, **NOTEBOOK_DEFAULTS.get(n, {}), **(params or {})}
+    unknown = sorted(set(given) - set(declared) - set(profile) - set(known))
     if unknown: raise ValueError(f"{n}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
                                  f"valid: {', '.join(declared)}")
     p = {k: v for k, v in given.items() if k in declared}
@@ -596,13 +592,13 @@ def _execute(pm, n: str, src: Path, p: dict, out: Path, root: Path, kernel: str,
                 wall_s=round(time.perf_counter() - t0, 1))
 
 # %% ../nbs/95_reproduce.ipynb #4a1f6716
-def _check_profile_models(profile: str, params: dict | None) -> dict | None:
+def _check_profile_models(profile: dict, params: dict | None) -> dict | None:
     """`params` with its `llm_options` converted (`check_models` on `profile`'s parameters updated by `params`), after
     checking, loading nothing, the LLM, the embedder, a `student` spec (`check_model_spec`: a missing model or adapter
     folder) and the dataset names (`check_dataset_name`); `ValueError` with their message otherwise."""
-    given = {**PROFILES[profile], **(params or {})}
+    given = {**profile, **(params or {})}
     for n in profile_datasets(given): check_dataset_name(n)      # UnknownDatasetError is a ValueError
-    opts = check_models(given)
+    opts = check_models(_UNSET | given)                          # a profile may leave the models out
     st = given.get("student")
     if isinstance(st, str) and st not in ("", "shipped"): check_model_spec(st, "llm")
     return {**params, "llm_options": opts} if params and "llm_options" in params else params
@@ -612,16 +608,19 @@ def plan_reproduction(profile: str = "demo", only: list[str] | None = None, para
                       out=None) -> tuple[list, dict, Path, dict | None]:
     """`reproduce`'s checks, loading nothing: `(todo, parameters, out, params)` (the `(name, notebook)` pairs, each
     one's papermill parameters, the output folder, `params` with `llm_options` converted); `ValueError` for an unknown
-    profile, experiment or parameter, a missing model or adapter folder or a bad common value."""
-    if profile not in PROFILES: raise ValueError(f"unknown profile {profile!r}; one of {list(PROFILES)}")
+    profile (a name or a profile file, `profile_params`), experiment or parameter, a missing model or adapter folder
+    or a bad common value."""
+    prof = profile_params(profile)
     bad = [n for n in (only or []) if n not in EXPERIMENTS]
     if bad: raise ValueError(f"unknown experiment {bad[0]!r}; one of {list(EXPERIMENTS)}")
     nbs, out = notebooks_dir(), Path(out) if out else default_out(profile)
-    params = _check_profile_models(profile, params)
+    params = _check_profile_models(prof, params)
     todo = [(n, nbs / EXPERIMENTS[n]) for n in (only or EXPERIMENTS)]
     known = {k for f in EXPERIMENTS.values() for k in notebook_params(nbs / f)}
+    if bad := sorted(set(prof) - known):
+        raise ValueError(f"{profile}: {', '.join(bad)}: no experiment notebook has such a parameter")
     nb_out = Path(repo_relative(str(out.resolve()), nbs.parent))    # the notebooks run there: relative inside it
-    ps = {n: _experiment_params(n, src, profile, params, nb_out, known) for n, src in todo}
+    ps = {n: _experiment_params(n, src, prof, params, nb_out, known) for n, src in todo}
     for n, src in todo: _check_common(n, src, ps[n])
     return todo, ps, out, params
 
@@ -656,7 +655,7 @@ def reproduce(profile: str = "demo", only: list[str] | None = None, params: dict
     import papermill as pm
     todo, ps, out, params = plan_reproduction(profile, only, params, out)    # every check first; nothing loads
     root, done = notebooks_dir().parent, {}
-    if check: check_datasets(profile_datasets({**PROFILES[profile], **(params or {})}), profile)
+    if check: check_datasets(profile_datasets({**profile_params(profile), **(params or {})}), profile)
     if dry_run: return _dry_run(pm, todo, ps, out, root, kernel, progress)
     for i, (n, src) in enumerate(todo, 1):
         p = ps[n]

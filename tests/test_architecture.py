@@ -24,7 +24,8 @@ LAYERS = {
              "evireform_signals", "evireform_policy", "evireform_summary", "cara_causal", "cara_agents",
              "distill_teachers", "distill_collect", "distill_train", "distill_hops"},
     "tool": {"distill"},                  # built on one named method (see DECLARED), used by the CLI
-    "app": {"runner", "report", "viz", "reproduce", "scale", "experiment", "cli"},        # drive methods by name
+    # drive methods by name; reproduce_profiles: the reproduction's profiles, read from their TOML files
+    "app": {"runner", "report", "viz", "reproduce", "reproduce_profiles", "scale", "experiment", "cli"},
     # stand-ins of the model interfaces for control-flow tests (a hashing embedder, a scripted chat model): built on
     # the foundation's models, imported by the notebooks' and the tests' code, never by a kit module
     "testing": {"testing"},
@@ -71,6 +72,7 @@ DECLARED = {
     ("experiment", "scale"): "runs an experiment file's runs through the grid cell runner (scale.run_jobs)",
     ("experiment", "report"): "renders an experiment file's reports",
     ("experiment", "reproduce"): "an experiment file's [reproduce] table executes the experiment notebooks",
+    ("reproduce", "reproduce_profiles"): "the profiles the notebooks run under are TOML files (PROFILES, a user's own)",
     **{("cli", m): "the command line drives it"
        for m in ("runner", "report", "viz", "reproduce", "scale", "experiment", "distill")},
 }

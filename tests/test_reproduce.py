@@ -400,6 +400,31 @@ def test_check_without_the_data_folder_says_which_datasets_cannot_load(tmp_path,
     assert reproduce("demo", only=["cara_tables"], check=True, out=tmp_path / "o", progress=False)["cara_tables"]["notebook"] is None
 
 
+def test_a_profile_file_of_ones_own_is_a_profile(tmp_path):
+    """`--profile PATH.toml`: a profile declared in a file outside the package, in the shipped files' form; its values
+    reach the notebooks (their check cells see them), and a bad file is refused before anything starts, naming the
+    file and the field (exit 2)."""
+    from megrag_kit.reproduce_profiles import PROFILES_DIR
+    mine = tmp_path / "mine.toml"
+    mine.write_text((PROFILES_DIR / "demo.toml").read_text().replace("sweep_agents = [1, 2] ", "sweep_agents = [0, 2] "))
+    r = CliRunner().invoke(app, ["reproduce", "--profile", str(mine), "--check", "--only", "cara_tables", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 1 and "sweep_agents must be a list of distinct ints in 1..16, got [0, 2]" in r.output, r.output
+    mine.write_text((PROFILES_DIR / "demo.toml").read_text())
+    r = CliRunner().invoke(app, ["reproduce", "--profile", str(mine), "--check", "--only", "cara_tables", "--out", str(tmp_path / "o")])
+    assert r.exit_code == 0 and "cara_tables: parameters valid" in r.output, r.output
+    for text, says in (('limit = "two"', f"{mine}: limit must be an int >= 1 or None, got 'two'"), ("limit = ", f"{mine}: not TOML"),
+                       ('growth_dataset = "nope"', f"{mine}: growth_dataset: unknown dataset 'nope'"),
+                       ("limt = 2", f"{mine}: limt: no experiment notebook has such a parameter")):
+        mine.write_text(text + "\n")
+        r = CliRunner().invoke(app, ["reproduce", "--profile", str(mine), "--out", str(tmp_path / "o")])
+        assert r.exit_code == 2 and _invalid(r.output).startswith(_squash(says)), (text, r.output)
+    r = CliRunner().invoke(app, ["reproduce", "--profile", str(tmp_path / "gone.toml")])
+    assert r.exit_code == 2 and _squash(f"{tmp_path / 'gone.toml'}: no such profile file") in _invalid(r.output), r.output
+    r = CliRunner().invoke(app, ["reproduce", "--profile", "fast"])
+    assert r.exit_code == 2 and "unknown profile 'fast'" in r.output, r.output
+    assert not (tmp_path / "o").exists()
+
+
 @needs_shared
 def test_check_validates_the_paper_profile_without_answering(tmp_path):
     "`reproduce --check` runs each notebook's parameter and check cells only: the paper profile (meant for a GPU) is valid, and a bad value fails naming it."
