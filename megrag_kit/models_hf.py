@@ -4,7 +4,7 @@
 
 # %% ../nbs/02c_models_hf.ipynb #da94e3e8
 from __future__ import annotations
-import importlib.util, json
+import importlib.util, json, threading
 from pathlib import Path
 from fastcore.basics import patch
 from .core import cache_dir, replaced, resolve_device
@@ -42,7 +42,7 @@ CONSTRAINED_PROMPT = "chat template once"  # until 2026-12: twice (outlines temp
 class HFChatModel(ChatModel):
     """A local transformers causal LM with a chat template.
 
-    `path`: model folder; `device`: auto|cpu|cuda; `batch_size`: rows per forward pass; `dtype`: torch dtype
+    `path`: model folder; `device`: auto|cpu|cuda; `batch_size`: prompts decoded together per call; `dtype`: torch dtype
     (default bfloat16 on CUDA, float32 on CPU); `cache`: `True` (the default `LLMCache` in `cache_dir('llm')`),
     `False` (none) or an `LLMCache`. `model_id` is `model_identity(name, path, chat_template=..., dtype=...,
     constrained_prompt=...)` with `name` defaulting to `hf:<folder name>`, so two checkpoints in folders of the same
@@ -66,6 +66,7 @@ class HFChatModel(ChatModel):
                                        constrained_prompt=CONSTRAINED_PROMPT)
         self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=dtype).to(self.device).eval()
         self._outlines, self._stops, self.prefix = None, {}, PrefixStore(prefix_tokens)
+        self._call_lock = threading.RLock()        # the prefix store and the compiled schemas are shared state
 
     def render(self, messages: list[dict]) -> str:
         "The exact prompt string the model sees (chat template + generation prompt)."
@@ -82,7 +83,8 @@ class PrefixStore:
     `(n, kv)`: the longest beginning of `ids` (a list of token ids) shared with a stored prompt, in tokens (0 below
     `min_reuse`), and that prompt's cache, per layer `(keys, values)` of shape `(1, kv_heads, length, head_dim)`;
     `add(ids, kv)` stores a prompt's cache. `reused` and `computed` count the prompt tokens taken from the store and
-    computed (`HFChatModel` counts every prompt token in one of them). `ValueError` when `max_tokens < 0` or
+    computed (`HFChatModel` counts every prompt token in one of them). The store lives on the model's device and
+    grows with the model (layers x key/value heads x head size x bytes a token). `ValueError` when `max_tokens < 0` or
     `min_reuse < 1`."""
     def __init__(self, max_tokens: int = 16384, min_reuse: int = 16):
         if max_tokens < 0 or min_reuse < 1:
@@ -100,6 +102,10 @@ class PrefixStore:
         if best < self.min_reuse: return 0, None
         self.entries.append(self.entries.pop(hit))                          # most recently used last
         return best, self.entries[-1][1]
+
+    def clear(self):
+        "Drop every stored prompt and zero the counts (weights changed, or a measurement starts afresh)."
+        self.entries, self.reused, self.computed = [], 0, 0
 
     def add(self, ids: list[int], kv: list[tuple]):
         import torch
@@ -130,18 +136,24 @@ def _lockstep(self: HFChatModel, rows: list[list[int]], **kw):
     """`model.generate(**kw)` of the prompts `rows` (token ids) in one batch: each prompt but its last token is
     prefilled alone (`_prefill`), the caches are stacked left-padded (padded positions masked), and `generate` reads
     the last tokens and decodes every row in lock-step. Returns the new tokens, shape `(len(rows), steps)`, a row
-    padded with `pad_token_id` after it ends. A prompt under 2 tokens sends the batch through `generate` alone."""
+    padded with `pad_token_id` after it ends. A prompt under 2 tokens, or a model with other than full attention in
+    every layer (a sliding window keeps no whole cache to stack), sends the batch through `generate` alone,
+    left-padded."""
     import torch, torch.nn.functional as F
     from transformers import DynamicCache
     T, pad = max(map(len, rows)), self.tok.pad_token_id
     ids, mask = torch.full((len(rows), T), pad), torch.zeros((len(rows), T), dtype=torch.long)
     for i, r in enumerate(rows): ids[i, T - len(r):], mask[i, T - len(r):] = torch.tensor(r), 1
     ids, mask = ids.to(self.device), mask.to(self.device)
-    if min(map(len, rows)) > 1:
+    cfg = self.model.config
+    full = set(getattr(cfg, "layer_types", None) or [("sliding" if getattr(cfg, "sliding_window", None) else "full")
+                                                     + "_attention"]) == {"full_attention"}
+    if full and min(map(len, rows)) > 1:
         kvs = [self._prefill(r[:-1]) for r in rows]
         kw["cache"] = DynamicCache(ddp_cache_data=[
             tuple(torch.cat([F.pad(kv[layer][j], (0, 0, T - len(r), 0)) for r, kv in zip(rows, kvs)]) for j in (0, 1))
             for layer in range(len(kvs[0]))])
+        kw.update(use_cache=True, cache_implementation=None); del kvs     # a checkpoint's own cache setting yields
     self.prefix.computed += len(rows) if "cache" in kw else sum(map(len, rows))       # what `generate` reads
     with torch.inference_mode(): gen = self.model.generate(input_ids=ids, attention_mask=mask, pad_token_id=pad, **kw)
     return gen[:, T:]
@@ -164,8 +176,13 @@ def _token_counts(self: HFChatModel, texts: list[str]) -> list[int]:
 
 @patch
 def _generate(self: HFChatModel, messages, max_new_tokens=64, temperature=0.0, stop=None, json_schema=None, seed=None):
+    with self._call_lock:                      # one call at a time: the prefix store is shared
+        if json_schema is not None: return self._generate_json(messages, json_schema, max_new_tokens, temperature, seed)
+        return self._generate_free(messages, max_new_tokens, temperature, stop, seed)
+
+@patch
+def _generate_free(self: HFChatModel, messages, max_new_tokens, temperature, stop, seed):
     import torch
-    if json_schema is not None: return self._generate_json(messages, json_schema, max_new_tokens, temperature, seed)
     ids, out = self.tok([self.render(m) for m in messages], add_special_tokens=False)["input_ids"], []
     for s in range(0, len(ids), self.batch_size):
         kw = dict(max_new_tokens=max_new_tokens)

@@ -128,8 +128,7 @@ def measure(name, b, qs, res, first, n_par, f32, bf16, bw) -> dict:
     from megrag_kit.method import build_method
     m = build_method(name, PARAMS.get(name, {}), res)
     store = getattr(res.llm, "prefix", None)        # a local transformers LLM's prefix cache: emptied, so no prompt of
-    if store is not None:                           # the untimed pass is reused; then its counts are this pass's
-        store.entries.clear(); store.reused = store.computed = 0
+    if store is not None: store.clear()             # the untimed pass is reused; then its counts are this pass's
     la = os.getloadavg()[0]
     t = time.perf_counter(); out = [r for i in range(0, len(qs), b) for r in m.answer(qs[i:i + b])]
     dt = (time.perf_counter() - t) / len(qs)
