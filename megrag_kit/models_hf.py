@@ -170,11 +170,6 @@ def _stop_criteria(self: HFChatModel, stop):
     return self._stops[key]
 
 @patch
-def _token_counts(self: HFChatModel, texts: list[str]) -> list[int]:
-    "The tokens of each rendered prompt as the model reads it (no special tokens added: the template holds them)."
-    return [len(ids) for ids in self.tok(texts, add_special_tokens=False)["input_ids"]]
-
-@patch
 def _generate(self: HFChatModel, messages, max_new_tokens=64, temperature=0.0, stop=None, json_schema=None, seed=None):
     with self._call_lock:                      # one call at a time: the prefix store is shared
         if json_schema is not None: return self._generate_json(messages, json_schema, max_new_tokens, temperature, seed)
@@ -210,7 +205,7 @@ def _generate_json(self: HFChatModel, messages, schema, max_new_tokens, temperat
         self._generators[key] = outlines.Generator(self._outlines, JsonSchema(json.dumps(schema)))
     proc, out = self._generators[key].logits_processor, []
     texts = [self.render(m) for m in messages]                 # as outlines renders `Chat(m)`: templated once
-    ids, lens = self.tok(texts)["input_ids"], self._token_counts(texts)   # encoded as outlines encodes
+    ids, extra = self.tok(texts)["input_ids"], self.tok.num_special_tokens_to_add()   # encoded as outlines encodes
     for s in range(0, len(ids), self.batch_size):
         proc.reset()                                # the automaton's state is per batch
         kw = dict(max_new_tokens=max_new_tokens, logits_processor=LogitsProcessorList([proc]))
@@ -219,5 +214,6 @@ def _generate_json(self: HFChatModel, messages, schema, max_new_tokens, temperat
         new = self._lockstep(ids[s:s + self.batch_size], **kw)        # greedy: the model's generation config
         for i, r in zip(range(s, len(ids)), self.tok.batch_decode(new, skip_special_tokens=True)):
             n = len(self.tok(r, add_special_tokens=False)["input_ids"])   # the reply counted as text, re-encoded
-            out.append(Generation(r, lens[i], n, finish_reason="length" if n >= max_new_tokens else "stop"))
+            out.append(Generation(r, len(ids[i]) - extra, n,        # the prompt counted as rendered, as free decoding
+                                  finish_reason="length" if n >= max_new_tokens else "stop"))
     return out

@@ -19,18 +19,12 @@ Printed per method and engine: seconds, prompt tokens computed, the outputs equa
 here asserts a time; the UTC time and load average are printed. With `--out` the table goes to that file; the rows
 of methods this run does not measure are kept from it (each row names its threads), so methods can be measured in
 several runs."""
-import argparse, json, os, sys, time
-from datetime import datetime, timezone
+import argparse, json, sys, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bench_floor import load, now  # noqa: E402  the same time and load stamps as the other speed benchmarks
 from bench_methods import PARAMS  # noqa: E402
-
-
-def now(): return f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
-
-
-def load(): return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def record(llm, calls):
