@@ -11,7 +11,7 @@ import numpy as np
 from .models import ChatModel, Embedder, Generation
 
 # %% auto #0
-__all__ = ['HashEmbedder', 'ScriptedLLM', 'StubServer', 'no_sleep']
+__all__ = ['HashEmbedder', 'ScriptedLLM', 'StubServer', 'no_sleep', 'raises']
 
 # %% ../nbs/02i_testing.ipynb #7a1c0e07
 class HashEmbedder(Embedder):
@@ -119,6 +119,8 @@ def _event_stream(text: str) -> bytes:
     return ("".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n").encode()
 
 # %% ../nbs/02i_testing.ipynb #854e50bc
+_sleep = time.sleep       # the stub's `slow:` faults sleep for real, inside `no_sleep` too
+
 class _StubHandler(BaseHTTPRequestHandler):
     "Answers one request of a `StubServer` (its attributes steer the answer; see `StubServer`)."
     protocol_version = "HTTP/1.1"
@@ -161,7 +163,7 @@ class _StubHandler(BaseHTTPRequestHandler):
         if fault and fault.startswith("http:"):
             code, *ra = fault.split(":")[1:]
             return self._send(int(code), b'{"error": "injected"}', headers=[("Retry-After", ra[0])] if ra else [])
-        if fault and fault.startswith("slow:"): time.sleep(float(fault.split(":")[1]))
+        if fault and fault.startswith("slow:"): _sleep(float(fault.split(":")[1]))     # not no_sleep's
         if fault == "close":   # headers promise more bytes than are sent, then the connection closes
             self.send_response(200); self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", "500"); self.end_headers()
@@ -177,7 +179,7 @@ class _StubHandler(BaseHTTPRequestHandler):
 class StubServer(ThreadingHTTPServer):
     """A local OpenAI-compatible server for tests: `POST {url}/chat/completions` and `POST {url}/embeddings` on
     127.0.0.1 (an ephemeral port), served from a daemon thread from the moment it is made; `close()` (or leaving a
-    `with` block) stops it. `url` is its base URL (`http://127.0.0.1:<port>/v1`).
+    `with` block) stops it within 0.02 s. `url` is its base URL (`http://127.0.0.1:<port>/v1`).
 
     Every POST is appended to `requests` as `(path, JSON body)`; `n_chat` counts the chat requests. Switches (set
     between requests): `respond(body) -> text` (None: HTTP 500; default: `echo: <last message>`, or the message
@@ -185,14 +187,15 @@ class StubServer(ThreadingHTTPServer):
     HTTP 503); `faults`, a list consumed one per chat request: None | `'http:<code>[:<retry-after>]'` |
     `(code, JSON body)` (that status and body) | `'null'` or `'empty'` (content null or '') | `'special'` (the reply
     wrapped in chat-template tokens) | `'sse'` (an event stream to a plain request) | `'close'` (the connection
-    breaks mid-reply) | `'garbage'` (HTML with HTTP 200) | `'slow:<seconds>'` | `'refusal'` | `'length'` (half the
-    reply, `finish_reason` length); `fail_every` (every Nth chat request gets HTTP 503); `reasoning` (None |
-    `'inline'`: a `<think>` block before the content | `'field'`: `reasoning_content`); `usage` (False: no token
-    counts); `models` (the served names; another name gets vLLM's 404); `embed_fault` (None | `'drop'`: one vector
-    fewer than inputs | `'dim'`: input 1's vector is 5-dimensional); `refuse` (request fields answered with the HTTP
-    400 a real server sends: `'system'` (a system message, Gemma on vLLM), `'json_schema'` (a `response_format` of
-    that type), `'max_tokens'` (wants `max_completion_tokens`, OpenAI's o-series)). Stop strings in a request apply
-    to the whole completion, reasoning included, as vLLM applies them. Embeddings are 8-dimensional."""
+    breaks mid-reply) | `'garbage'` (HTML with HTTP 200) | `'slow:<seconds>'` (a real sleep before the reply, inside
+    `no_sleep` too) | `'refusal'` | `'length'` (half the reply, `finish_reason` length); `fail_every` (every Nth
+    chat request gets HTTP 503); `reasoning` (None | `'inline'`: a `<think>` block before the content | `'field'`:
+    `reasoning_content`); `usage` (False: no token counts); `models` (the served names; another name gets vLLM's
+    404); `embed_fault` (None | `'drop'`: one vector fewer than inputs | `'dim'`: input 1's vector is
+    5-dimensional); `refuse` (request fields answered with the HTTP 400 a real server sends: `'system'` (a system
+    message, Gemma on vLLM), `'json_schema'` (a `response_format` of that type), `'max_tokens'` (wants
+    `max_completion_tokens`, OpenAI's o-series)). Stop strings in a request apply to the whole completion,
+    reasoning included, as vLLM applies them. Embeddings are 8-dimensional."""
     daemon_threads = True
 
     def __init__(self):
@@ -201,7 +204,7 @@ class StubServer(ThreadingHTTPServer):
         self.reasoning, self.usage, self.models, self.n_chat, self.lock = None, True, None, 0, threading.Lock()
         self.embed_fault, self.refuse = None, set()
         self.url = f"http://127.0.0.1:{self.server_address[1]}/v1"
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        threading.Thread(target=self.serve_forever, args=(0.02,), daemon=True).start()   # 0.02 s: a quick close
 
     def close(self):
         "Stop serving and close the socket."
@@ -218,3 +221,14 @@ def no_sleep():
     time.sleep = lambda s: waits.append(round(s, 2))
     try: yield waits
     finally: time.sleep = sleep
+
+# %% ../nbs/02i_testing.ipynb #45575903
+def raises(f, exc=Exception, match: str | None = None):
+    """The exception of type `exc` that calling `f()` raises, after checking that `re.search(match, str(e))` finds
+    `match` in its message (None: any message). An `AssertionError` when `f()` returns or the message does not
+    match; an exception of another type propagates."""
+    try: f()
+    except exc as e:
+        assert match is None or re.search(match, str(e)), f"{type(e).__name__}: {str(e)!r} does not match {match!r}"
+        return e
+    raise AssertionError(f"{exc.__name__} expected, but none was raised")

@@ -84,19 +84,6 @@ def test_the_default_out_folder_differs_for_two_files_of_the_same_name(stub_serv
     assert qs == ["Where is Lyon?", "Where is Porto?"]
 
 
-# -- a leading newline (helm #3507)
-
-@pytest.mark.parametrize("reply", ["\n\nParis", "Answer:\nParis", "  \nAnswer: Paris\n"])
-def test_the_reader_finds_an_answer_after_a_leading_newline(reply):
-    (a, gens), = Reader(ScriptedLLM(lambda p: reply)).answer(["What is the capital of France?"], [["France\nParis is the capital."]])
-    assert a == "Paris", (reply, a, gens[0].text)
-
-
-def test_the_reader_still_reads_only_the_first_answer_line():
-    (a, _), = Reader(ScriptedLLM(lambda p: "Paris\nAnswer: London")).answer(["What is the capital of France?"], [["France\nParis."]])
-    assert a == "Paris"
-
-
 # -- a reply cut by the token limit (LightRAG #3601)
 
 PASSAGE = "Mount Kelda\nMount Kelda is a mountain located in the Solvik range."
@@ -146,34 +133,6 @@ def test_an_unusable_openie_reply_is_not_cached(stub_server, tmp_path):
     assert view.items(0) == [] and "no JSON" in view.failures[0] and stub_server.n_chat == 2 and len(cache) == 0
 
 
-def test_prose_to_a_schema_call_without_a_validator_is_not_cached(stub_server, tmp_path):
-    "A method that parses schema replies itself (CARA's agents) still never finds prose in the call cache."
-    cache = LLMCache(tmp_path / "c")
-    llm = OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=0)
-    schema = {"type": "object", "properties": {"action": {"type": "string"}}, "required": ["action"]}
-    stub_server.respond = lambda body: "Sure! I would search for the director next."
-    (g,) = llm.generate(["Next action?"], json_schema=schema)
-    assert g.unparsed and len(cache) == 0
-    stub_server.respond = lambda body: '{"action": "GlobalSearch"}'
-    (g,) = llm.generate(["Next action?"], json_schema=schema)
-    assert not g.unparsed and len(cache) == 1
-    stub_server.respond = lambda body: "yes"                  # a bare option of an enum schema is an answer
-    (g,) = llm.generate(["Same country?"], json_schema={"enum": ["yes", "no"]})
-    assert not g.unparsed and len(cache) == 2
-
-
-def test_every_structured_call_treats_a_truncated_reply_as_a_failure(stub_server):
-    stub_server.respond = lambda body: '{"answer": "Paris is the capital of France", "why": "it says so"}'
-    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
-    stub_server.faults = ["length"] * 10
-    (v, gens), = structured(OpenAIChatModel(stub_server.url, "m", cache=False, max_retries=0), ["Capital of France?"], schema, max_new_tokens=16)
-    assert v is None and all(g.finish_reason == "length" and g.unparsed for g in gens) and len(gens) == 2
-    assert [b["max_tokens"] for _, b in stub_server.requests] == [16, 32]
-    stub_server.faults, stub_server.requests[:] = ["length"], []
-    (v, gens), = structured(OpenAIChatModel(stub_server.url, "m", cache=False, max_retries=0), ["Capital of France?"], schema, max_new_tokens=16)
-    assert v == {"answer": "Paris is the capital of France", "why": "it says so"} and [g.reask for g in gens] == [False, True]
-
-
 # -- an embedding endpoint that returns the wrong number of vectors (openai-python #576)
 
 @pytest.mark.parametrize("fault, says", [("drop", "2 vectors for 3 inputs"), ("dim", "dimension 5 for input 1, 8 expected")])
@@ -216,68 +175,7 @@ def test_compare_refuses_runs_over_other_questions_naming_the_difference(tmp_pat
         compare_runs(tmp_path / "a", tmp_path / "d", common=True)
 
 
-# -- request fields a server refuses
-
-@pytest.mark.parametrize("refuse, option, check", [
-    ("system", "system_role=false", lambda b: [m["role"] for m in b["messages"]] == ["user"] and b["messages"][0]["content"].startswith("Be brief.\n\n")),
-    ("json_schema", "response_format=none", lambda b: "response_format" not in b),
-    ("max_tokens", "max_tokens_field=max_completion_tokens", lambda b: "max_tokens" not in b and b["max_completion_tokens"] == 16),
-])
-def test_a_refused_request_field_names_the_llm_option_that_works_around_it(stub_server, refuse, option, check):
-    stub_server.refuse = {refuse}
-    stub_server.respond = lambda body: '{"answer": "Paris"}'
-    spec = f"openai:{stub_server.url}#m"
-    prompt = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Capital of France?"}]
-    schema = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
-    with pytest.raises(ModelCallError, match=f"HTTP 400.*--llm-option {re.escape(option)}"):
-        structured(load_llm(spec, cache=False, max_retries=0), [prompt], schema, max_new_tokens=16)
-    name, _, value = option.partition("=")
-    llm = load_llm(spec, cache=False, max_retries=0, **check_llm_options(spec, {name: value}))
-    (v, _), = structured(llm, [prompt], schema, max_new_tokens=16)
-    assert v == {"answer": "Paris"} and check(stub_server.requests[-1][1])
-
-
-def test_prompt_changing_request_options_change_the_model_id(stub_server):
-    base = OpenAIChatModel(stub_server.url, "m", cache=False)
-    ids = {base.model_id, OpenAIChatModel(stub_server.url, "m", cache=False, system_role=False).model_id,
-           OpenAIChatModel(stub_server.url, "m", cache=False, response_format="none").model_id}
-    assert len(ids) == 3
-    assert OpenAIChatModel(stub_server.url, "m", cache=False, max_tokens_field="max_completion_tokens").model_id == base.model_id
-
-
-# -- a proxy in the environment and a server on loopback (llama_index #13526)
-
-def test_a_proxy_is_named_when_it_is_used_and_no_proxy_is_honoured(stub_server, monkeypatch, no_sleep):
-    for v in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(v, raising=False)
-    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")            # nothing listens there
-    with pytest.warns(RuntimeWarning, match=re.escape("go through the proxy http://127.0.0.1:9 (from $HTTP_PROXY); ") + ".*" + re.escape("NO_PROXY=127.0.0.1")):
-        llm = OpenAIChatModel(stub_server.url, "m", cache=False, max_retries=0)
-    with pytest.raises(ModelCallError) as e: llm("hi")
-    msg = str(e.value)
-    assert "through the proxy http://127.0.0.1:9" in msg and "HTTP_PROXY" in msg and "NO_PROXY=127.0.0.1" in msg, msg
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    assert OpenAIChatModel(stub_server.url, "m", cache=False, max_retries=0)("hi").text == "echo: hi"
-
-
 # -- empty content and chat-template tokens in a reply
-
-def test_an_empty_reply_is_asked_again_and_a_failed_call_when_it_stays_empty(stub_server, no_sleep, tmp_path):
-    stub_server.faults = ["empty"]
-    cache = LLMCache(tmp_path / "c")
-    assert OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=2)("hi").text == "echo: hi"
-    assert stub_server.n_chat == 2
-    stub_server.faults = ["empty"] * 10
-    with pytest.raises(ModelCallError, match=r"gave up after 3 attempts: .*reply with empty content \(finish_reason 'stop'\)"):
-        OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=2)("other")
-    assert stub_server.n_chat == 5 and len(cache) == 1                  # 3 attempts; nothing empty is cached
-    for reply in ("<think>It is Paris.</think>", "  \n ", "<|im_end|>"):    # nothing after the thinking, blanks, a bare end token
-        stub_server.faults, stub_server.respond = [], lambda body, r=reply: r
-        with pytest.raises(ModelCallError, match="empty content"): OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=0)("x")
-    stub_server.faults, stub_server.respond = ["null"], None
-    with pytest.raises(ModelCallError, match="content null"): OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=0)("y")
-    assert len(cache) == 1
-
 
 def test_a_server_that_says_nothing_fails_every_question_and_the_run_says_so(stub_server, no_sleep, tmp_path):
     "Every question scored 0 and the run exited 0, silently: now each is a failed question, counted, with the reason."
@@ -295,15 +193,6 @@ def test_a_server_that_says_nothing_fails_every_question_and_the_run_says_so(stu
                                  "--llm", f"openai:{stub_server.url}#m"])
     s = json.loads((out / "summary.json").read_text())
     assert r.exit_code == 0 and (s["n"], s["failed"]) == (3, 0) and "failed_reasons" not in s
-
-
-def test_chat_template_tokens_in_a_reply_are_cut(stub_server):
-    stub_server.faults = ["special"]
-    llm = OpenAIChatModel(stub_server.url, "m", cache=False)
-    assert llm("hi").text == "echo: hi"
-    stub_server.faults, stub_server.respond = ["special"], lambda body: "Paris"
-    (a, _), = Reader(llm).answer(["What is the capital of France?"], [["France\nParis."]])
-    assert a == "Paris"
 
 
 # -- a summary of a 10-passage ranking does not pass its recall@20 off as one
@@ -441,66 +330,6 @@ def test_a_second_run_on_a_folder_in_use_is_refused_and_a_killed_holder_does_not
     ids = [json.loads(line)["id"] for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert ids == [q.qid for q in load_dataset("demo").questions[:8]]            # every question once
     assert not (out / "run.lock").exists()                 # released with the run
-
-
-# -- errors that cannot pass on retry (a prompt past the context size was asked 10 times, 40 s per question)
-
-class _Scripted:
-    "A chat-completions server answering each request with the next `(status, JSON body)` of `script` (then 200 OK)."
-    def __init__(self, script):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-        import threading
-        self.script, self.n = list(script), 0
-        outer = self
-        class H(BaseHTTPRequestHandler):
-            def log_message(self, *a): pass
-            def do_POST(self):
-                self.rfile.read(int(self.headers["Content-Length"]))
-                outer.n += 1
-                code, body = outer.script.pop(0) if outer.script else (200, {"choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": "Paris"}, "finish_reason": "stop"}]})
-                data = json.dumps(body).encode()
-                self.send_response(code); self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data))); self.end_headers(); self.wfile.write(data)
-        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), H); self.srv.daemon_threads = True
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.srv.server_address[1]}/v1"
-    def close(self): self.srv.shutdown(); self.srv.server_close()
-
-
-LLAMACPP_CTX = (500, {"error": {"code": 500, "message": "the request exceeds the available context size, try increasing it",
-                                "type": "exceed_context_size_error", "n_prompt_tokens": 5120, "n_ctx": 4096}})
-VLLM_CTX = (400, {"object": "error", "message": "This model's maximum context length is 2048 tokens. However, you requested 3000 "
-                  "tokens (2936 in the messages, 64 in the completion). Please reduce the length of the messages or completion.",
-                  "type": "BadRequestError", "param": None, "code": 400})
-
-
-@pytest.mark.parametrize("reply, says", [
-    (LLAMACPP_CTX, "HTTP 500: the request exceeds the available context size"),
-    (VLLM_CTX, "HTTP 400: This model's maximum context length is 2048 tokens"),
-    ((500, {"error": {"message": "Prompt is too long for this model"}}), "HTTP 500: Prompt is too long"),
-    ((500, {"error": {"message": "Invalid JSON schema: unknown keyword"}}), "HTTP 500: Invalid JSON schema"),
-    ((422, {"detail": "invalid temperature"}), "HTTP 422: invalid temperature"),
-    ((413, {"error": "request entity too large"}), "HTTP 413"),
-], ids=["llamacpp-context", "vllm-context", "too-long-500", "invalid-500", "422", "413"])
-def test_an_error_that_cannot_pass_on_retry_fails_at_once_with_the_servers_message(reply, says, no_sleep):
-    srv = _Scripted([reply] * 10)
-    try:
-        with pytest.raises(ModelCallError) as e: OpenAIChatModel(srv.url, "m", cache=False, max_retries=4)("hi")
-        assert srv.n == 1 and says in str(e.value) and "gave up after" not in str(e.value), (srv.n, str(e.value))
-    finally: srv.close()
-
-
-@pytest.mark.parametrize("code", [429, 502, 503, 504, 408, 500])
-def test_a_transient_error_is_still_retried(code, no_sleep):
-    srv = _Scripted([(code, {"error": {"message": "server busy, try later"}})] * 2)
-    try:
-        assert OpenAIChatModel(srv.url, "m", cache=False, max_retries=4)("hi").text == "Paris" and srv.n == 3
-        srv.script, srv.n = [(code, {"error": {"message": "server busy"}})] * 10, 0
-        with pytest.raises(ModelCallError, match=f"gave up after 3 attempts: .*HTTP {code}"):
-            OpenAIChatModel(srv.url, "m", cache=False, max_retries=2)("hi")
-        assert srv.n == 3
-    finally: srv.close()
 
 
 # -- answers a model wraps in JSON or a sentence (scored wrong), and the count of the rule that rewrote them
