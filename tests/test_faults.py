@@ -84,66 +84,6 @@ def test_the_default_out_folder_differs_for_two_files_of_the_same_name(stub_serv
     assert qs == ["Where is Lyon?", "Where is Porto?"]
 
 
-# -- a reply cut by the token limit (LightRAG #3601)
-
-PASSAGE = "Mount Kelda\nMount Kelda is a mountain located in the Solvik range."
-CUT = '{"triples": [["Mount Kelda", "located in", "Solvik ra'
-
-def _cut_in_half_at_solvik(body):
-    "A reply whose first half (what the stub's `length` fault keeps) ends inside the object 'Solvik ra'."
-    full = '{"triples": [["Mount Kelda", "located in", "Solvik range"]], "note": "'
-    full += "x" * (2 * len(CUT) - len(full) - 2) + '"}'
-    assert full[:len(full) // 2] == CUT
-    return full
-
-
-def test_a_truncated_openie_reply_is_retried_with_more_room_never_saved_as_a_record(stub_server, tmp_path):
-    stub_server.respond = _cut_in_half_at_solvik
-    stub_server.faults = ["length"]                         # the first reply is cut, the retry is whole
-    cache = LLMCache(tmp_path / "cache")
-    view = ExtractedView("triple", "t", OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=0), openie_prompt,
-                         parse_triples, [PASSAGE], tmp_path / "t.jsonl", decode=dict(max_new_tokens=64), show_progress=False)
-    view.extract([0])
-    assert view.items(0) == [("Mount Kelda", "located in", "Solvik range")]
-    sent = [b["max_tokens"] for _, b in stub_server.requests]
-    assert sent[0] == 64 and sent[1] > 64                    # retried with more room
-    rec = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
-    assert rec == [{"pid": 0, "triples": [["Mount Kelda", "located in", "Solvik range"]], "error": None}]
-    assert all(v["finish_reason"] != "length" for v in (cache._c[k] for k in cache._c.iterkeys()))
-
-
-def test_a_reply_truncated_every_time_is_recorded_as_truncated(stub_server, tmp_path):
-    stub_server.respond = _cut_in_half_at_solvik
-    stub_server.faults = ["length"] * 10
-    view = ExtractedView("triple", "t", OpenAIChatModel(stub_server.url, "m", cache=False, max_retries=0), openie_prompt,
-                         parse_triples, [PASSAGE], tmp_path / "t.jsonl", decode=dict(max_new_tokens=64), show_progress=False)
-    view.extract([0])
-    assert view.items(0) == [] and "truncated" in view.failures[0]
-    rec = json.loads((tmp_path / "t.jsonl").read_text())
-    assert rec["triples"] == [] and "truncated" in rec["error"]
-
-
-def test_an_unusable_openie_reply_is_not_cached(stub_server, tmp_path):
-    "Prose where JSON is asked: the passage's record says why, and the call cache holds nothing a re-run would reuse."
-    stub_server.respond = lambda body: "Sure! Mount Kelda is a mountain in the Solvik range."
-    cache = LLMCache(tmp_path / "cache")
-    view = ExtractedView("triple", "t", OpenAIChatModel(stub_server.url, "m", cache=cache, max_retries=0), openie_prompt,
-                         parse_triples, [PASSAGE], tmp_path / "t.jsonl", show_progress=False)
-    view.extract([0])
-    assert view.items(0) == [] and "no JSON" in view.failures[0] and stub_server.n_chat == 2 and len(cache) == 0
-
-
-# -- an embedding endpoint that returns the wrong number of vectors (openai-python #576)
-
-@pytest.mark.parametrize("fault, says", [("drop", "2 vectors for 3 inputs"), ("dim", "dimension 5 for input 1, 8 expected")])
-def test_an_embedding_count_or_dimension_mismatch_is_an_error_naming_the_endpoint(stub_server, fault, says):
-    emb = OpenAIEmbedder(stub_server.url, "e", max_retries=0)
-    assert emb.encode(["a", "b", "c"]).shape == (3, 8)
-    stub_server.embed_fault = fault
-    with pytest.raises(ModelCallError, match=re.escape(says)) as e: emb.encode(["a", "b", "c"])
-    assert f"{stub_server.url}/embeddings" in str(e.value)
-
-
 # -- comparing runs over different questions
 
 def test_compare_refuses_runs_over_other_questions_naming_the_difference(tmp_path, monkeypatch):
@@ -227,31 +167,6 @@ def test_a_small_fault_injection_run_loses_nothing_and_caches_no_failure(tmp_pat
 
 
 # -- progress that moves (a newcomer saw "OpenIE: 0/47" for 9.5 minutes)
-
-def test_a_heartbeat_redraws_a_bar_while_nothing_else_moves():
-    from megrag_kit.core import Heartbeat
-    class Bar:
-        disable, n = False, 0
-        def refresh(self): self.n += 1
-    bar = Bar()
-    with Heartbeat(bar, every=0.05):
-        t0 = time.time()
-        while bar.n < 3 and time.time() - t0 < 20: time.sleep(0.05)       # a loaded machine may be slow to schedule it
-    assert bar.n >= 3
-    with pytest.raises(ValueError, match="every must be > 0"): Heartbeat(bar, every=0)
-
-
-def test_extraction_starts_with_one_passage_so_the_bar_has_a_rate_soon(tmp_path):
-    sizes = []
-    class Counting(ScriptedLLM):
-        def _generate(self, messages, **params):
-            sizes.append(len(messages)); return super()._generate(messages, **params)
-    texts = [f"Place {i}\nPlace {i} is a town in Norway." for i in range(20)]
-    llm = Counting(lambda p: json.dumps({"triples": [[p.split("\n")[1], "is a", "town"]]}))
-    view = ExtractedView("triple", "t", llm, openie_prompt, parse_triples, texts, tmp_path / "t.jsonl", batch=8, show_progress=False)
-    view.extract(range(20))
-    assert sizes == [1, 2, 4, 8, 5] and len(view.extracted) == 20
-
 
 def test_the_runner_announces_the_calls_and_moves_with_every_llm_call(tmp_path, capsys):
     ds = load_dataset("demo")

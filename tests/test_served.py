@@ -27,38 +27,6 @@ def no_sleep(monkeypatch):
     return waits
 
 
-# -- the cache file
-
-def test_a_corrupt_cache_is_set_aside(tmp_path):
-    d = tmp_path / "llm"; d.mkdir()
-    (d / "cache.db").write_bytes(b"this is not an sqlite database" * 100)
-    with pytest.warns(RuntimeWarning, match="cannot be read"):
-        cache = LLMCache(d)
-    assert len(cache) == 0 and list(tmp_path.glob("llm.corrupt-*"))
-    cache.set("k", Generation("Paris")); assert cache.get("k")["text"] == "Paris"
-
-
-class _Counter(ChatModel):
-    model_id = "counter"
-    def _generate(self, messages, **params): return [Generation(f"answer to {m[-1]['content']}") for m in messages]
-
-
-def _fill(path, start):
-    llm = _Counter(cache=LLMCache(path))
-    for i in range(start, start + 60): llm(f"q{i % 80}")
-
-
-def test_two_processes_share_one_cache(tmp_path):
-    ctx = multiprocessing.get_context("fork")
-    ps = [ctx.Process(target=_fill, args=(tmp_path / "c", s)) for s in (0, 30)]
-    for p in ps: p.start()
-    for p in ps: p.join(60)
-    assert [p.exitcode for p in ps] == [0, 0]
-    cache, llm = LLMCache(tmp_path / "c"), _Counter(cache=LLMCache(tmp_path / "c"))
-    assert len(cache) == 80                                       # q0..q79, the 40 overlapping ones once
-    assert all(g.cached and g.text == f"answer to q{i}" for i, g in enumerate(llm.generate([f"q{i}" for i in range(80)])))
-
-
 # -- a run against a failing server
 
 def test_failed_questions_are_marked_counted_and_retried(stub_server, tmp_path, no_sleep):
