@@ -1,15 +1,15 @@
-"""A served model that misbehaves: each way a real OpenAI-compatible server fails, against a local stub server
-(see `_Stub` in conftest.py), with the behaviour the kit promises for it."""
-import re
-import json, multiprocessing, os, time, warnings
-from pathlib import Path
+"""End to end against a misbehaving served model: a whole run through a local stub server
+(`megrag_kit.testing.StubServer`) that fails now and then gives the predictions of a clean one. The behaviour of the
+served client itself, failure by failure, is checked beside its code (nbs/02d_models_http.ipynb), and a run's against
+a failing server beside the runner's (nbs/90_runner.ipynb)."""
+import json
 import pytest
 from megrag_kit.data import load_dataset
-from megrag_kit.method import Answer, Method, Resources, build_method, register, METHODS
-from megrag_kit.models import (ChatModel, Cost, Generation, LLMCache, ModelCallError, OpenAIChatModel, check_llm_options,
-                               load_llm, structured)
+from megrag_kit.method import Resources, build_method
+from megrag_kit.models import OpenAIChatModel
 from megrag_kit.reader import Reader
 from megrag_kit.runner import format_summary, read_predictions, run
+from megrag_kit.testing import no_sleep as _no_sleep
 from fakes import HashEmbedder
 
 
@@ -20,34 +20,9 @@ def served(stub, name="m", **kw):
 
 
 @pytest.fixture()
-def no_sleep(monkeypatch):
-    "Record the back-off waits instead of sleeping them."
-    waits = []
-    monkeypatch.setattr(time, "sleep", lambda s: waits.append(round(s, 2)))
-    return waits
-
-
-# -- a run against a failing server
-
-def test_failed_questions_are_marked_counted_and_retried(stub_server, tmp_path, no_sleep):
-    demo = load_dataset("demo")
-    qs = demo.questions[:4]
-    bad = qs[2].question
-    down = {"q3": True}
-    def respond(body):                                            # every call about question 3 fails while the server is "down"
-        return None if down["q3"] and bad in body["messages"][-1]["content"] else "Cork"
-    stub_server.respond = respond
-    llm = served(stub_server, max_retries=1, cache=LLMCache(tmp_path / "c"))
-    m = build_method("direct", {"reader_constrain_options": False}, Resources(demo, llm, None))
-    s = run(m, demo, tmp_path / "r", limit=4, batch_size=4, show_progress=False)
-    rows = read_predictions(tmp_path / "r" / "predictions.jsonl")
-    assert [bool(r.get("failed")) for r in rows] == [False, False, True, False] and "HTTP 500" in rows[2]["failed"]
-    assert (s["n"], s["failed"]) == (3, 1) and "failed=1" in format_summary(s) and "run the same command again" in format_summary(s)
-    n = len(stub_server.requests)
-    down["q3"] = False                                            # the server recovers: a re-run asks only question 3
-    s = run(m, demo, tmp_path / "r", limit=4, batch_size=4, show_progress=False)
-    assert (s["n"], s["failed"]) == (4, 0) and len(stub_server.requests) == n + 1
-    assert [r["prediction"] for r in read_predictions(tmp_path / "r" / "predictions.jsonl")] == ["Cork"] * 4
+def no_sleep():
+    "Record the back-off waits instead of sleeping them (`megrag_kit.testing.no_sleep`)."
+    with _no_sleep() as waits: yield waits
 
 
 # -- end to end: MEGRAG and native_rag give the same predictions against a clean and a faulty server
