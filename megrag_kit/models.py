@@ -20,6 +20,7 @@ __all__ = ['GGUF_LORA_TENSORS', 'check_model_spec', 'load_llm', 'with_precision'
 # in their own modules; their names stay importable from here
 from .models_cache import *
 from .models_chat import *
+from .models_schema import *
 from .models_hf import *
 from .models_http import *
 from .models_embed import *

@@ -4,17 +4,18 @@
 
 # %% ../nbs/02h_models_ct2.ipynb #e3dcb0da
 from __future__ import annotations
-import json, os, pickle, threading, time
+import json, threading, time
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch
 from .core import cache_dir, replaced, resolve_device, stable_hash
 from .models_cache import Generation, model_identity
 from .models_chat import ChatModel
+from .models_schema import SchemaIndexes
 from .models_spec import CT2_COMPUTE_TYPES
 
 # %% auto #0
-__all__ = ['SCHEMA_FILES', 'STATIC_PROMPTS', 'ct2_convert', 'CT2ChatModel']
+__all__ = ['STATIC_PROMPTS', 'ct2_convert', 'CT2ChatModel']
 
 # %% ../nbs/02h_models_ct2.ipynb #b79afa3d
 def ct2_convert(src) -> Path:
@@ -55,14 +56,13 @@ class CT2ChatModel(ChatModel):
         self.n_threads = int(n_threads or torch.get_num_threads())
         if self.n_threads < 1: raise ValueError(f"n_threads must be >= 1, got {self.n_threads}")
         self.tok = AutoTokenizer.from_pretrained(self.path)
-        self._vocab_key = stable_hash({"vocab": self.tok.get_vocab(), "eos": self.tok.eos_token_id})  # schema caches
         self.model_id = model_identity(model_id or f"hf:{self.path.name}", self.path, backend="ctranslate2",
                                        chat_template=self.tok.chat_template, compute_type=compute_type)
         import ctranslate2
         gpu = resolve_device(device).startswith("cuda")
         self.generator = ctranslate2.Generator(str(ct2_convert(self.path)), device="cuda" if gpu else "cpu",
                                                compute_type=compute_type, intra_threads=self.n_threads)
-        self._indexes, self._vocabulary, self._call_lock, self._statics = {}, None, threading.Lock(), set()
+        self._schemas, self._call_lock, self._statics = SchemaIndexes(self.tok), threading.Lock(), set()
         self.restarts = 0                  # constrained decodings started again after a refused token (a figure)
 
     def render(self, messages: list[dict]) -> str:
@@ -100,31 +100,9 @@ def _generate(self: CT2ChatModel, messages, max_new_tokens=64, temperature=0.0, 
 # %% ../nbs/02h_models_ct2.ipynb #a2e20a5f
 @patch
 def _schema_index(self: CT2ChatModel, schema):
-    """The `outlines_core.Index` of the JSON schema `schema` over this tokenizer: memory, then disk, then compiled. On
-    disk an index is large (about 250 MB for MEGRAG's step schema over SmolLM2's 49,152 tokens; it loads in about 1 s,
-    compiling takes about 40 s), so only the `SCHEMA_FILES` most recently used are kept."""
-    from outlines_core import Index
-    from outlines_core.json_schema import build_regex_from_schema
-    key = stable_hash({"schema": json.dumps(schema, sort_keys=True), "vocab": self._vocab_key})[:32]
-    if key in self._indexes: return self._indexes[key]
-    f = cache_dir("schemas") / f"{key}.pkl"
-    if f.exists(): index = pickle.loads(f.read_bytes()); os.utime(f)     # the newest use: kept longest
-    else:
-        if self._vocabulary is None:       # the vocabulary outlines builds for a transformers tokenizer
-            from outlines.backends.outlines_core import OutlinesCoreBackend
-            from outlines.models.transformers import TransformerTokenizer
-            tt = TransformerTokenizer(self.tok)
-            self._vocabulary = OutlinesCoreBackend.create_outlines_core_vocabulary(
-                tt.vocabulary, tt.eos_token_id, tt.eos_token, tt.convert_token_to_string)
-        index = Index(build_regex_from_schema(json.dumps(schema)), self._vocabulary)
-        with replaced(f) as tmp: tmp.write_bytes(pickle.dumps(index))
-        for old in sorted(f.parent.glob("*.pkl"), key=lambda x: x.stat().st_mtime)[:-SCHEMA_FILES]:
-            old.unlink(missing_ok=True)
-    if len(self._indexes) > 64: self._indexes.clear()
-    self._indexes[key] = index
-    return index
-
-SCHEMA_FILES = 8
+    """The `outlines_core.Index` of the JSON schema `schema` over this tokenizer: the transformers backend's
+    `SchemaIndexes` (memory, then disk, then compiled)."""
+    return self._schemas.index(schema)
 
 # %% ../nbs/02h_models_ct2.ipynb #9d3e1b08
 @patch

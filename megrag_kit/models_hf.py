@@ -10,6 +10,7 @@ from fastcore.basics import patch
 from .core import cache_dir, replaced, resolve_device
 from .models_cache import Generation, model_identity
 from .models_chat import ChatModel
+from .models_schema import SchemaIndexes
 
 # %% auto #0
 __all__ = ['SMOLLM2_GGUF', 'CONSTRAINED_PROMPT', 'smollm2_path', 'HFChatModel', 'PrefixStore']
@@ -65,7 +66,7 @@ class HFChatModel(ChatModel):
                                        chat_template=self.tok.chat_template, dtype=str(dtype),
                                        constrained_prompt=CONSTRAINED_PROMPT)
         self.model = AutoModelForCausalLM.from_pretrained(self.path, dtype=dtype).to(self.device).eval()
-        self._outlines, self._stops, self.prefix = None, {}, PrefixStore(prefix_tokens)
+        self._schemas, self._stops, self.prefix = None, {}, PrefixStore(prefix_tokens)
         self._call_lock = threading.RLock()        # the prefix store and the compiled schemas are shared state
 
     def render(self, messages: list[dict]) -> str:
@@ -195,19 +196,13 @@ def _generate_free(self: HFChatModel, messages, max_new_tokens, temperature, sto
 # %% ../nbs/02c_models_hf.ipynb #02fdb5df
 @patch
 def _generate_json(self: HFChatModel, messages, schema, max_new_tokens, temperature=0.0, seed=None):
-    import outlines, torch
-    from outlines.types import JsonSchema
+    import torch
     from transformers import LogitsProcessorList
-    if self._outlines is None: self._outlines, self._generators = outlines.from_transformers(self.model, self.tok), {}
-    key = json.dumps(schema, sort_keys=True)
-    if key not in self._generators:  # compiling a schema to its token automaton is the slow part: once per schema
-        if len(self._generators) > 64: self._generators.clear()
-        self._generators[key] = outlines.Generator(self._outlines, JsonSchema(json.dumps(schema)))
-    proc, out = self._generators[key].logits_processor, []
-    texts = [self.render(m) for m in messages]                 # as outlines renders `Chat(m)`: templated once
+    if self._schemas is None: self._schemas = SchemaIndexes(self.tok)      # compiled once, kept in memory and on disk
+    out, texts = [], [self.render(m) for m in messages]             # as outlines renders `Chat(m)`: templated once
     ids, extra = self.tok(texts)["input_ids"], self.tok.num_special_tokens_to_add()   # encoded as outlines encodes
     for s in range(0, len(ids), self.batch_size):
-        proc.reset()                                # the automaton's state is per batch
+        proc = self._schemas.processor(schema)                      # the automaton's states are the batch's own
         kw = dict(max_new_tokens=max_new_tokens, logits_processor=LogitsProcessorList([proc]))
         if temperature > 0:                         # sampled under the schema, seeded like free decoding
             torch.manual_seed(seed or 0); kw.update(do_sample=True, temperature=temperature, top_p=1.0)

@@ -19,8 +19,8 @@ LAYERS = {
                    "kg"},
     "method": {"baselines", "megrag", "ircot", "iter_retgen", "evireform", "cara"},      # each registers its methods
     # a foundation, method or tool module's pieces, split off it along its seams (see PARTS): they register nothing
-    "part": {"models_cache", "models_chat", "models_hf", "models_http", "models_embed", "models_spec", "models_llamacpp",
-             "models_ct2", "index_views", "index_openie", "megrag_graph", "megrag_policy", "megrag_summary", "evireform_propositions",
+    "part": {"models_cache", "models_chat", "models_schema", "models_hf", "models_http", "models_embed", "models_spec",
+             "models_llamacpp", "models_ct2", "index_views", "index_openie", "megrag_graph", "megrag_policy", "megrag_summary", "evireform_propositions",
              "evireform_signals", "evireform_policy", "evireform_summary", "cara_causal", "cara_agents",
              "distill_teachers", "distill_collect", "distill_train", "distill_hops"},
     "tool": {"distill"},                  # built on one named method (see DECLARED), used by the CLI
@@ -35,8 +35,8 @@ MAY_IMPORT = {"foundation": {"foundation"}, "method": {"foundation"}, "part": {"
               "app": {"foundation"}, "testing": {"foundation"}}
 # Each split module's parts, in their order: the module imports (and re-exports) them, a part imports only the
 # parts before it, and nothing else imports a part (a caller imports the split module's names).
-PARTS = {"models": ("models_cache", "models_chat", "models_hf", "models_http", "models_embed", "models_spec",
-                    "models_llamacpp", "models_ct2"),
+PARTS = {"models": ("models_cache", "models_chat", "models_schema", "models_hf", "models_http", "models_embed",
+                    "models_spec", "models_llamacpp", "models_ct2"),
          "index": ("index_views", "index_openie"),
          "megrag": ("megrag_graph", "megrag_policy", "megrag_summary"),
          "evireform": ("evireform_propositions", "evireform_signals", "evireform_policy", "evireform_summary"),
@@ -50,6 +50,8 @@ DECLARED = {
     ("models_chat", "models_cache"): "the interface returns Generations, books their Cost and reads the call cache",
     **{(p, q): "a backend implements the ChatModel interface, returns Generations and is named by its content"
        for p in ("models_hf", "models_http", "models_llamacpp", "models_ct2") for q in ("models_cache", "models_chat")},
+    **{(p, "models_schema"): "a local backend decodes under a JSON schema through the shared compiled automata"
+       for p in ("models_hf", "models_ct2")},
     ("models_embed", "models_cache"): "a local embedder is named by its content (model_identity)",
     ("models_embed", "models_chat"): "a served embedder fails with ModelCallError",
     ("models_embed", "models_http"): "a served embedder goes through the HTTP client of the served LLMs",

@@ -42,28 +42,23 @@ def record(llm, calls):
 
 def replay(llm, calls, engine) -> tuple[float, int, list]:
     "Seconds, prompt tokens computed and the new tokens of every row of `calls` through `engine`."
-    import outlines, torch
-    from outlines.types import JsonSchema
+    import torch
     from transformers import LogitsProcessorList
-    if llm._outlines is None: llm._outlines, llm._generators = outlines.from_transformers(llm.model, llm.tok), {}
+    from megrag_kit.models import SchemaIndexes
+    if llm._schemas is None: llm._schemas = SchemaIndexes(llm.tok)
     llm.prefix.max_tokens = 16384 if engine == "lockstep+prefix" else 0
     llm.prefix.clear()
     out, computed, t = [], 0, time.perf_counter()
     for c in calls:
         kw = dict(max_new_tokens=c["kw"].get("max_new_tokens", 64))
         schema = c["kw"].get("json_schema")
-        if schema is not None:
-            key = json.dumps(schema, sort_keys=True)
-            if key not in llm._generators:
-                llm._generators[key] = outlines.Generator(llm._outlines, JsonSchema(json.dumps(schema)))
-            proc = llm._generators[key].logits_processor
-            kw["logits_processor"] = LogitsProcessorList([proc])
         else:
             kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
             if c["kw"].get("stop"): kw["stopping_criteria"] = llm._stop_criteria(c["kw"]["stop"])
         for s in range(0, len(c["ids"]), llm.batch_size):
             rows = c["ids"][s:s + llm.batch_size]
-            if schema is not None: proc.reset()            # the automaton's state is per batch, as in the backend
+            if schema is not None:                         # the automaton's states are the batch's, as in the backend
+                kw["logits_processor"] = LogitsProcessorList([llm._schemas.processor(schema)])
             if engine == "padded":
                 enc = llm.tok.pad({"input_ids": rows}, return_tensors="pt")
                 with torch.inference_mode():
