@@ -124,6 +124,7 @@ _sleep = time.sleep       # the stub's `slow:` faults sleep for real, inside `no
 class _StubHandler(BaseHTTPRequestHandler):
     "Answers one request of a `StubServer` (its attributes steer the answer; see `StubServer`)."
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True      # headers and body leave at once: no 40 ms delayed-ACK wait per reply
     def log_message(self, *a): pass
 
     def _send(self, code, data: bytes, ctype="application/json", headers=()):
