@@ -15,7 +15,7 @@ from megrag_kit.megrag import MEGRAG
 from megrag_kit.models import adapter_hash, load_student
 from megrag_kit.method import Resources
 from conftest import ScriptedLLM, needs_shared, shared_file
-from fakes import HashEmbedder
+from megrag_kit.testing import HashEmbedder
 
 def openie(msg):
     title = msg.split("\n")[1]

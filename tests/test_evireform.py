@@ -8,7 +8,7 @@ from megrag_kit.data import load_dataset
 from megrag_kit.evireform import propositions_path
 from megrag_kit.method import Resources, build_method
 from conftest import ScriptedLLM
-from fakes import HashEmbedder
+from megrag_kit.testing import HashEmbedder
 
 
 class Script(ScriptedLLM):

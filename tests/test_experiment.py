@@ -9,7 +9,6 @@ from megrag_kit.experiment import ExperimentFileError, from_runs, load_experimen
 from megrag_kit.runner import read_predictions
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))                 # py:fakes:ScriptedPolicy, the scripted stand-in LLM
 
 FILE = """about = "oracle and direct on the demo"
 dataset = "demo"
@@ -17,7 +16,7 @@ limit = 3
 out = "ROOT/runs"
 
 [model]
-llm = "py:fakes:ScriptedPolicy"
+llm = "py:megrag_kit.testing:ScriptedPolicy"
 embedder = ""
 
 [[runs]]
@@ -130,7 +129,7 @@ def test_from_runs_writes_the_file_that_finds_the_folders_complete(tmp_path):
     # the runs recorded the stand-in's model id, which is no model spec (a spec is checked when the file loads): name
     # the stand-in by its py: spec again
     assert 'llm = "scripted-policy"' in text
-    text = text.replace('llm = "scripted-policy"', 'llm = "py:fakes:ScriptedPolicy"')
+    text = text.replace('llm = "scripted-policy"', 'llm = "py:megrag_kit.testing:ScriptedPolicy"')
     g = write(tmp_path, text, "again.toml")
     assert [c["state"] for c in run_experiment(g, dry_run=True, show_progress=False)] == ["complete"] * 3
 
@@ -202,9 +201,8 @@ def test_a_killed_driver_ends_its_running_step(tmp_path):
     step = ('\n[[steps]]\nstage = "before"\ncreates = "ROOT/never"\ncommand = ["python", "-c", '
             '"import os, time; open(\'ROOT/step.pid\', \'w\').write(str(os.getpid())); time.sleep(120)"]\n')
     f = write(tmp_path, FILE + step)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}                  # py:fakes:ScriptedPolicy
     driver = subprocess.Popen([sys.executable, "-m", "megrag_kit.cli", "experiment", "run", str(f)], cwd=tmp_path,
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while not (pid_file.exists() and pid_file.read_text()) and time.time() < deadline: time.sleep(0.2)
     assert pid_file.exists(), "the step never started"

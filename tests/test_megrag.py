@@ -7,7 +7,7 @@ import pytest
 from megrag_kit.data import load_dataset
 from megrag_kit.megrag import EvidenceGraph, node_errors
 from megrag_kit.method import Resources, build_method
-from fakes import HashEmbedder
+from megrag_kit.testing import HashEmbedder
 
 
 def stop(ans): return json.dumps(dict(intermediate_answer=ans, resolved_path=f"-> {ans}", stop=True, answer=ans, missing="none", next_query="", relation=""))

@@ -65,8 +65,9 @@ def test_a_method_from_outside_the_package_gets_the_banner_the_estimate_and_the_
     out = tmp_path / "run"
     try:
         r = CliRunner().invoke(app, ["run", "py:outside_methods:Hops", "--dataset", "demo", "--limit", "3",
-                                     "--set", "hops=2", "--llm", "py:fakes:ScriptedPolicy",
-                                     "--embedder", "py:fakes:HashEmbedder", "--device", "cpu", "--out", str(out)])
+                                     "--set", "hops=2", "--llm", "py:megrag_kit.testing:ScriptedPolicy",
+                                     "--embedder", "py:megrag_kit.testing:HashEmbedder", "--device", "cpu",
+                                     "--out", str(out)])
         assert r.exit_code == 0, r.output
         # the banner: the declared estimate (3 x 2 hops per question), indexing note and fast settings
         assert ("outside_hops: 3 questions x up to 6 LLM calls (2 hops x 3 imagined calls); plus no indexing call "
@@ -74,7 +75,8 @@ def test_a_method_from_outside_the_package_gets_the_banner_the_estimate_and_the_
         mf = json.loads((out / "run.json").read_text())
         assert (mf["method"], mf["method_spec"], mf["params"]) == ("outside_hops", "py:outside_methods:Hops", {"hops": 2})
         assert (mf["llm"], mf["embedder"], mf["models"]) == (
-            "py:fakes:ScriptedPolicy", "py:fakes:HashEmbedder", {"llm": "scripted-policy", "embedder": "hash-bow-256"})
+            "py:megrag_kit.testing:ScriptedPolicy", "py:megrag_kit.testing:HashEmbedder",
+            {"llm": "scripted-policy", "embedder": "hash-bow-256"})
         s = json.loads((out / "summary.json").read_text())
         assert s["n"] == 3 and s["failed"] == 0 and s["index_build"]["views"] == ["passage"]   # its declared index
         rows = [json.loads(l) for l in (out / "predictions.jsonl").read_text().splitlines()]

@@ -1,10 +1,10 @@
 """`megrag-kit reproduce`: the experiment notebooks under papermill with tiny parameters and scripted models (their
 figures exist, are valid images and hold the expected series), the kit-vs-FlashRAG table read from the committed
 results, parameter typos, a profile file's values in the check cells, the latency and manifest fixes of the runner,
-and the 2Wiki question type. What needs no kernel, stand-in of tests/fakes.py, runner or data lives beside the code:
+and the 2Wiki question type. What needs no kernel, scripted stand-in, runner or data lives beside the code:
 nbs/95_reproduce.ipynb, 95a_reproduce_profiles, 10c_megrag_summary (the counts the figures show, on hand-made
 traces), 20d_evireform_summary and 30_cara (round usage and the budget curve on hand-made rows)."""
-import gzip, json, os, shutil, sys, time, xml.etree.ElementTree as ET
+import gzip, json, shutil, time, xml.etree.ElementTree as ET
 from pathlib import Path
 import numpy as np
 import pytest
@@ -18,26 +18,17 @@ from megrag_kit.megrag import savings, termination_counts
 from megrag_kit.reproduce import EXPERIMENTS, ExperimentError, reproduce
 from megrag_kit.runner import read_predictions, run
 from conftest import SHARED, ScriptedLLM, needs_shared
-from fakes import HashEmbedder
+from megrag_kit.testing import HashEmbedder, ScriptedPolicy
 
-TESTS = Path(__file__).parent
-FAKE = dict(llm="py:fakes:ScriptedPolicy", embedder="py:fakes:HashEmbedder", limit=3, device="cpu", megrag={"budget": 2}, budgets=[1, 2],
+FAKE = dict(llm="py:megrag_kit.testing:ScriptedPolicy", embedder="py:megrag_kit.testing:HashEmbedder", limit=3, device="cpu",
+            megrag={"budget": 2}, budgets=[1, 2],
             limit_rounds=2, limit_sweep=2, sweep_agents=[1, 2], sweep_t_max=[1, 2],          # BERTScore would load MiniLM: not in the fast tier
             answer_options={"read": True, "faithfulness": True}, sweep_options={"read": True},
             read_committed="always")        # EviReform's main tables: the committed runs, whatever the stand-in LLM
 
 
 @pytest.fixture(scope="module")
-def fake_env():
-    "The papermill kernels import `fakes` from tests/ (the kernel inherits PYTHONPATH)."
-    old = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(TESTS), old) if p)
-    yield
-    os.environ["PYTHONPATH"] = old
-
-
-@pytest.fixture(scope="module")
-def done(fake_env, tmp_path_factory):
+def done(tmp_path_factory):
     out = tmp_path_factory.mktemp("reproduce")
     return out, reproduce("demo", params=FAKE, out=out, progress=False)
 
@@ -128,10 +119,11 @@ def test_megrag_table1_has_the_iterative_baselines_and_says_the_student_was_not_
         reproduce("demo", only=["megrag_tables"], params={**FAKE, "student": "smollm2-135m"}, out=out, progress=False)
 
 
-def test_a_student_adds_the_distilled_rows(fake_env, tmp_path):
+def test_a_student_adds_the_distilled_rows(tmp_path):
     "With a student spec the distilled rows are runs of the student (here a scripted stand-in), with their numbers."
     import pandas as pd
-    reproduce("demo", only=["megrag_tables"], params={**FAKE, "limit": 2, "table1": ["megrag"], "budgets": [1], "student": "py:fakes:ScriptedPolicy"},
+    reproduce("demo", only=["megrag_tables"], params={**FAKE, "limit": 2, "table1": ["megrag"], "budgets": [1],
+                                                               "student": "py:megrag_kit.testing:ScriptedPolicy"},
               out=tmp_path, progress=False)
     t1 = pd.read_csv(tmp_path / "tables" / "megrag_table1.csv").set_index("run")
     assert list(t1.index) == ["megrag", "megrag (distilled)"] and t1.loc["megrag (distilled)", "n"] == 2
@@ -139,7 +131,7 @@ def test_a_student_adds_the_distilled_rows(fake_env, tmp_path):
     t3 = pd.read_csv(tmp_path / "tables" / "megrag_table3.csv").set_index("run")
     assert t3.loc[["full (distilled)", "no_sft"], "n"].tolist() == [2, 2] and not any("not run" in r for r in t3.index)
     rec = json.loads((tmp_path / "results" / "megrag_tables.json").read_text())
-    assert rec["params"]["student"] == "py:fakes:ScriptedPolicy"                     # the provenance names the student
+    assert rec["params"]["student"] == "py:megrag_kit.testing:ScriptedPolicy"                     # the provenance names the student
 
 
 def test_flashrag_comparison_comes_from_the_committed_files(done):
@@ -175,7 +167,7 @@ def test_flashrag_comparison_comes_from_the_committed_files(done):
     assert "flashrag-dev" in md and "benchmarks/flashrag_compare.py" in md
 
 
-def test_flashrag_comparison_without_the_files_says_not_run(fake_env, tmp_path):
+def test_flashrag_comparison_without_the_files_says_not_run(tmp_path):
     "Where the committed results are missing, each side's row says 'not run' with the command that makes it, and the notebook still finishes."
     import pandas as pd
     reproduce("demo", only=["megrag_tables"], params={**FAKE, "limit": 1, "table1": ["direct"], "budgets": [1], "comparison_root": str(tmp_path / "none")},
@@ -362,7 +354,7 @@ def test_rounds_answers_and_budget_sections_with_the_real_models(tmp_path):
     assert "paper (STaRK Prime, m = 3)" in _svg_text(tmp_path / "figures" / "cara_fig2_budget.svg")
 
 
-def test_a_second_reproduction_reuses_the_runs(done, fake_env):
+def test_a_second_reproduction_reuses_the_runs(done):
     out, _ = done
     before = {p: p.read_text() for p in (out / "runs").glob("*/predictions.jsonl")}
     reproduce("demo", only=["megrag_tables"], params=FAKE, out=out, progress=False)
@@ -398,13 +390,14 @@ def test_check_validates_the_paper_profile_without_answering(tmp_path):
     assert r.exit_code == 1 and "sweep_agents must be a list of distinct ints in 1..16, got [0]" in r.output, r.output
 
 
-def test_parameter_typos_fail_naming_the_valid_names(fake_env, tmp_path):
+def test_parameter_typos_fail_naming_the_valid_names(tmp_path):
     with pytest.raises(ValueError, match="megrag_tables: unknown parameter limt; valid: dataset, table2_dataset, table_datasets, limit"):
         reproduce("demo", only=["megrag_tables"], params={"limt": 2}, out=tmp_path)
     with pytest.raises(ExperimentError, match="megrag_tables failed: ConfigError: megrag: unknown parameter budgte; valid: reader_max_passages"):
         reproduce("demo", only=["megrag_tables"], params={**FAKE, "megrag": {"budgte": 2}}, out=tmp_path, progress=False)
     r = CliRunner().invoke(app, ["reproduce", "--only", "megrag_figures", "--param", "latency_methods=[\"megrg\"]", "--limit", "1",
-                                 "--llm", "py:fakes:ScriptedPolicy", "--embedder", "py:fakes:HashEmbedder", "--out", str(tmp_path)])
+                                 "--llm", "py:megrag_kit.testing:ScriptedPolicy", "--embedder", "py:megrag_kit.testing:HashEmbedder",
+                                 "--out", str(tmp_path)])
     assert r.exit_code == 1 and "unknown method 'megrg'" in r.output, r.output
     with pytest.raises(ExperimentError, match="cara_tables failed: ConfigError: cara: variant must be one of \\['full', 'no_causal'"):
         reproduce("demo", only=["cara_tables"], params={**FAKE, "variants": ["full", "no_casual"]}, out=tmp_path, progress=False)
@@ -633,7 +626,7 @@ def _tree(root: Path) -> dict:
     return {p.relative_to(root): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_a_failing_notebook_never_replaces_the_outputs_it_would_have_rewritten(done, fake_env):
+def test_a_failing_notebook_never_replaces_the_outputs_it_would_have_rewritten(done):
     out, _ = done
     before = _tree(out)
     with pytest.raises(ExperimentError, match=r"megrag_tables failed: ConfigError.*\.stage-megrag_tables.*committed outputs in .* are unchanged"):
@@ -643,7 +636,7 @@ def test_a_failing_notebook_never_replaces_the_outputs_it_would_have_rewritten(d
     assert (out / ".stage-megrag_tables" / "notebooks" / "50_megrag_tables.ipynb").exists()   # the failing copy, to read
 
 
-def test_a_dry_run_counts_the_runs_to_answer_and_changes_no_file(done, fake_env):
+def test_a_dry_run_counts_the_runs_to_answer_and_changes_no_file(done):
     out, _ = done
     before = _tree(out)
     d = reproduce("demo", only=["megrag_tables"], params=FAKE, out=out, progress=False, dry_run=True)
@@ -677,12 +670,11 @@ def _squash(text: str) -> str: return "".join(text.split())
 
 def _scripted_reply(body: dict) -> str:
     "The stub server's reply to a chat request: what the scripted stand-in `ScriptedPolicy` answers to its messages."
-    from fakes import ScriptedPolicy
     schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema")
     return ScriptedPolicy()._one(body["messages"], schema)
 
 
-def test_the_paper_profile_runs_every_notebook_with_a_served_model(fake_env, stub_server, tmp_path, monkeypatch):
+def test_the_paper_profile_runs_every_notebook_with_a_served_model(stub_server, tmp_path, monkeypatch):
     """One command runs the paper profile with a served model (here the local stub server, answering as the scripted
     stand-in, at sizes small enough for the fast tier; the datasets `demo`): every notebook's runs name the served
     model in their manifests and records, the server saw their requests, each with the `--llm-option` extra_body;
@@ -701,7 +693,7 @@ def test_the_paper_profile_runs_every_notebook_with_a_served_model(fake_env, stu
                  answer_options={"read": True}, sweep_agents=[1], sweep_t_max=[1], sweep_options={"read": True})
     out = tmp_path / "paper"
     args = ["reproduce", "--profile", "paper", "--llm", llm, "--llm-option", f"extra_body={json.dumps(kwargs)}", "--embedder",
-            "py:fakes:HashEmbedder", "--student", student, "--limit", "2", "--out", str(out), *[a for k, v in small.items() for a in ("--param", f"{k}={json.dumps(v)}")]]
+            "py:megrag_kit.testing:HashEmbedder", "--student", student, "--limit", "2", "--out", str(out), *[a for k, v in small.items() for a in ("--param", f"{k}={json.dumps(v)}")]]
     r = CliRunner().invoke(app, [*args, "--check"])                  # the served student is accepted; nothing is asked
     assert r.exit_code == 0 and all(f"\n{n}: parameters valid" in r.output for n in EXPERIMENTS), r.output
     assert srv.requests == [] and not out.exists()
@@ -734,7 +726,7 @@ def test_the_paper_profile_runs_every_notebook_with_a_served_model(fake_env, stu
     assert not [x for x in runs52 if "summary" not in x]                     # nothing read from the committed runs
     ta = pd.read_csv(out / "tables" / "evireform_runs.csv")
     assert ta["n"].tolist() == [2] * 9 and (out / "tables" / "evireform_runs.md").read_text().startswith(
-        f"Answered here on demo with {llm} / py:fakes:HashEmbedder")
+        f"Answered here on demo with {llm} / py:megrag_kit.testing:HashEmbedder")
     assert set(ta["dataset"]) == {"demo"}                                     # 2Wiki's settings, answered once on demo
     variants = {json.loads((out / "runs" / n / "run.json").read_text())["params"].get("variant") for n in ta["run"]}
     assert variants - {None} == {"full", "dense", "bm25", "no_reformulation", "no_propagation",
@@ -746,7 +738,7 @@ def test_the_paper_profile_runs_every_notebook_with_a_served_model(fake_env, stu
     assert len(tg) == 12 and "F1" not in tg and tg["folder"].str.startswith("not read: made with smollm2-135m").all()
     assert tg.set_index("run").loc["megrag (single, distilled student)", "folder"].iloc[0].startswith(
         "not read: made with smollm2-135m+lora:runs/distill/student-v2 / minilm, not with this reproduction's "
-        f"{llm} / py:fakes:HashEmbedder")
+        f"{llm} / py:megrag_kit.testing:HashEmbedder")
     tf = pd.read_csv(out / "tables" / "megrag_flashrag.csv")
     assert len(tf) == 4 and tf["n"].isna().all() and tf["run"].str.startswith("not read: made with smollm2-135m").all()
     tw = pd.read_csv(out / "tables" / "megrag_2wiki100.csv")
@@ -757,7 +749,7 @@ def test_the_paper_profile_runs_every_notebook_with_a_served_model(fake_env, stu
     assert "headline: left out 2wiki10-cara-full-t5: not read: made with smollm2-135m" in json.dumps(nb53)
 
 
-def test_not_read_matches_committed_runs_by_model_identity(fake_env, tmp_path):
+def test_not_read_matches_committed_runs_by_model_identity(tmp_path):
     """`Experiment.not_read`: with the kit's shipped models every committed run is read (the demo profile, unchanged);
     with other models only a run made with the same models (by identity, not by spec), and a run recording no model
     is not read."""
@@ -768,16 +760,17 @@ def test_not_read_matches_committed_runs_by_model_identity(fake_env, tmp_path):
     shipped = Experiment("x", {**base, "llm": "smollm2-135m", "embedder": "minilm"})
     assert shipped.not_read(smol) == shipped.not_read({"llm": "qwen@llamacpp", "models": {"llm": "q@1"}}) == ""
     assert shipped._res == {}                                                 # nothing loaded to decide
-    mine = Experiment("y", {**base, "llm": "py:fakes:ScriptedPolicy", "embedder": "py:fakes:HashEmbedder"})
+    mine = Experiment("y", {**base, "llm": "py:megrag_kit.testing:ScriptedPolicy",
+                            "embedder": "py:megrag_kit.testing:HashEmbedder"})
     assert mine.not_read(smol) == ("not read: made with smollm2-135m / minilm, not with this reproduction's "
-                                   "py:fakes:ScriptedPolicy / py:fakes:HashEmbedder")
+                                   "py:megrag_kit.testing:ScriptedPolicy / py:megrag_kit.testing:HashEmbedder")
     res = mine.resources("demo")
-    same = {"llm": "py:fakes:ScriptedPolicy", "embedder": "elsewhere:spelled-otherwise",
+    same = {"llm": "py:megrag_kit.testing:ScriptedPolicy", "embedder": "elsewhere:spelled-otherwise",
             "models": {"llm": res.llm.model_id, "embedder": res.embedder.model_id}}
     assert mine.not_read(same) == ""                                           # the same identities: read
     assert mine.not_read({**same, "models": {"embedder": "all-MiniLM-L6-v2@09340cb32251"}}) == (
-        "not read: made with py:fakes:ScriptedPolicy (no identity recorded) / elsewhere:spelled-otherwise, not with "
-        "this reproduction's py:fakes:ScriptedPolicy / py:fakes:HashEmbedder")      # an LLM it did not load: not known
+        "not read: made with py:megrag_kit.testing:ScriptedPolicy (no identity recorded) / elsewhere:spelled-otherwise, not with "
+        "this reproduction's py:megrag_kit.testing:ScriptedPolicy / py:megrag_kit.testing:HashEmbedder")      # an LLM it did not load: not known
     assert mine.not_read({"embedder": "x", "models": {"embedder": res.embedder.model_id}}) == ""   # names no LLM
     assert mine.not_read({"method": "direct"}) == "not read: its models are not recorded"
     assert mine.not_read(smol, "always") == ""

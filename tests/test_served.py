@@ -10,7 +10,7 @@ from megrag_kit.models import OpenAIChatModel
 from megrag_kit.reader import Reader
 from megrag_kit.runner import format_summary, read_predictions, run
 from megrag_kit.testing import no_sleep as _no_sleep
-from fakes import HashEmbedder
+from megrag_kit.testing import HashEmbedder
 
 
 def served(stub, name="m", **kw):

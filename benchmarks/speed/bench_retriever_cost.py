@@ -13,17 +13,17 @@ over the dataset's questions (dense top 10, BM25 top 10, the cosine of each ques
 GlobalSearch k = 30). Model loading is timed apart.
 
 Then the offline embedders (Table A.11's question, on this corpus): for each of `minilm`, `minilm@bf16` and the
-test suite's hashing stand-in (`py:tests.fakes:HashEmbedder`, no model), the dense passage Recall@5 / Recall@10 of
-every question of the dataset over its corpus, and the same ranking read from the propositions (each passage scored
-by its best proposition's cosine with the question: EviReform's question-only seed signal, no LLM). Written as JSON
-(`--out`); the EviReform tables notebook (`nbs/52_evireform_tables.ipynb`) reads it. Nothing here asserts a time."""
+test suite's hashing stand-in (`py:megrag_kit.testing:HashEmbedder`, no model), the dense passage Recall@5 /
+Recall@10 of every question of the dataset over its corpus, and the same ranking read from the propositions (each
+passage scored by its best proposition's cosine with the question: EviReform's question-only seed signal, no LLM).
+Written as JSON (`--out`); the EviReform tables notebook (`nbs/52_evireform_tables.ipynb`) reads it. Nothing here
+asserts a time."""
 import argparse, json, os, platform, sys, tempfile, time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))          # the test suite's hashing stand-in (tests/fakes.py)
 
 
 def timed(fn):
@@ -42,7 +42,7 @@ def recall(ranked, gold, k):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--dataset", default="demo")
-    ap.add_argument("--embedders", default="minilm,minilm@bf16,py:tests.fakes:HashEmbedder")
+    ap.add_argument("--embedders", default="minilm,minilm@bf16,py:megrag_kit.testing:HashEmbedder")
     ap.add_argument("--out", default=str(ROOT / "benchmarks/results/retriever_cost.json"))
     a = ap.parse_args()
     import torch
