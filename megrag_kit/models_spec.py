@@ -157,6 +157,9 @@ LLM_OPTIONS = {  # name: (type, backends it applies to, check, help)
                      "as the float32 reference; the others are quantized)"),
     "n_ctx": (int, ("llamacpp",), lambda v: v >= 16,
               "llama.cpp context length in tokens, prompt plus completion (>= 16)"),
+    "prefix_tokens": (int, ("hf",), lambda v: v >= 0,
+                      "prompt tokens the transformers backend's prefix cache keeps (>= 0; 0: off; default 16384); "
+                      "the answers are the same either way"),
 }
 
 # %% ../nbs/02f_models_spec.ipynb #c004232c

@@ -115,7 +115,8 @@ def versions() -> dict:
 # %% ../nbs/90_runner.ipynb #d101aea7
 _SAME_RUN = ("method", "params", "dataset", "llm", "embedder", "seed", "inputs")
 _SAME_IF_RECORDED = ("chunking", "openie_backend", "index_type", "llm_options")   # passed by the command line
-_PLUMBING_OPTIONS = ("timeout", "max_retries", "api_key", "concurrency", "max_tokens_field")  # how, not what, it says
+_PLUMBING_OPTIONS = ("timeout", "max_retries", "api_key", "concurrency", "max_tokens_field",   # how, not what, it says
+                     "prefix_tokens")
 
 class RunMismatchError(ValueError):
     """A run folder holds a run of another method (or an older version of it), parameter, dataset (its name, or the
