@@ -27,6 +27,26 @@ def timed(cmd, env, cwd) -> dict:
                 load_before=round(la0, 2), load_after=round(os.getloadavg()[0], 2))
 
 
+def by_method(folder: Path) -> list[str]:
+    """Table lines: per method, the runs in `folder` (a reproduction's `runs/`), their questions and the seconds they
+    spent answering (each run's `summary.json`: `index_build.answering_s`, model calls and retrieval without the
+    index build or the kernel's start; a run that records none, its questions times their mean latency, which a batch
+    counts once per question, so an upper bound), with the share of the total."""
+    import json
+    acc = {}
+    for f in sorted(folder.glob("*/summary.json")):
+        s, m = json.loads(f.read_text()), json.loads((f.parent / "run.json").read_text())["method"]
+        r = acc.setdefault(m, [0, 0, 0.0]); r[0] += 1; r[1] += s.get("n", 0)
+        r[2] += (s.get("index_build") or {}).get("answering_s", s.get("n", 0) * (s.get("latency_s") or 0.0))
+    total = sum(r[2] for r in acc.values()) or 1.0
+    return (["", "Answering seconds of the first run's runs, by method (each run's `summary.json`; CARA, direct and "
+             "oracle: questions x mean latency, an upper bound):", "",
+             "| method | runs | questions | answering s | share |", "|---|---|---|---|---|"]
+            + [f"| {m} | {r[0]} | {r[1]} | {r[2]:.1f} | {100 * r[2] / total:.0f}% |"
+               for m, r in sorted(acc.items(), key=lambda kv: -kv[1][2])]
+            + [f"| all | {sum(r[0] for r in acc.values())} | {sum(r[1] for r in acc.values())} | {total:.1f} | |"])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--profile", default="demo"); ap.add_argument("--nice", type=int, default=10); ap.add_argument("--keep", type=Path)
@@ -47,13 +67,14 @@ def main():
         "answered again" if a.no_committed else "the committed run folders reused") + f"; nice {a.nice}; cores {os.cpu_count()}")
     first = timed(cmd, env, clone); first["measured"] = now()
     say(f"first run (fresh clone, empty cache): {first}")
+    table = by_method(clone / "runs" / f"reproduce-{a.profile}" / "runs")
     second = timed(cmd, env, clone); second["measured"] = now()
     say(f"second run (same clone and cache):    {second}")
     say(f"outputs: {clone / 'runs' / f'reproduce-{a.profile}'}")
     rows = [("fresh clone, empty cache", first), ("again, same clone and cache", second)]
     publish(a.out, ["| run | exit | wall s | CPU s | load before | load after | measured |", "|---|---|---|---|---|---|---|"]
             + [f"| {n} | {r['rc']} | {r['wall_s']} | {r['cpu_s']} | {r['load_before']} | {r['load_after']} | {r['measured']} |"
-               for n, r in rows])
+               for n, r in rows] + table)
 
 
 if __name__ == "__main__": main()
