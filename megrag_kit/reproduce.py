@@ -15,7 +15,7 @@ from .jsonl import PREDICTIONS, predictions_file
 from .method import (ConfigError, Resources, build_method, check_method_version, get_method,
                                method_version)
 from .models import NAMED_MODELS, build_model, check_llm_options, check_model_spec, parse_model_spec
-from .reproduce_profiles import profile_datasets, read_profile, read_profiles
+from .reproduce_profiles import check_profile, profile_datasets, read_profile, read_profiles
 from .runner import _todo, read_predictions, run as run_questions, versions
 from fastcore.basics import patch
 
@@ -616,9 +616,8 @@ def plan_reproduction(profile: str = "demo", only: list[str] | None = None, para
     nbs, out = notebooks_dir(), Path(out) if out else default_out(profile)
     params = _check_profile_models(prof, params)
     todo = [(n, nbs / EXPERIMENTS[n]) for n in (only or EXPERIMENTS)]
-    known = {k for f in EXPERIMENTS.values() for k in notebook_params(nbs / f)}
-    if bad := sorted(set(prof) - known):
-        raise ValueError(f"{profile}: {', '.join(bad)}: no experiment notebook has such a parameter")
+    known = {k: v for f in EXPERIMENTS.values() for k, v in notebook_params(nbs / f).items()}
+    check_profile(prof, known, profile)              # names, kinds and method tables, before any notebook starts
     nb_out = Path(repo_relative(str(out.resolve()), nbs.parent))    # the notebooks run there: relative inside it
     ps = {n: _experiment_params(n, src, prof, params, nb_out, known) for n, src in todo}
     for n, src in todo: _check_common(n, src, ps[n])

@@ -4,12 +4,13 @@
 
 # %% ../nbs/95a_reproduce_profiles.ipynb #555888d1
 from __future__ import annotations
-import importlib.util, tomllib
+import ast, importlib.util, tomllib
 from pathlib import Path
 from .data import check_dataset_name
+from .method import get_method
 
 # %% auto #0
-__all__ = ['PROFILES_DIR', 'NONE', 'ProfileError', 'profile_datasets', 'read_profile', 'read_profiles']
+__all__ = ['PROFILES_DIR', 'NONE', 'ProfileError', 'profile_datasets', 'read_profile', 'read_profiles', 'check_profile']
 
 # %% ../nbs/95a_reproduce_profiles.ipynb #dad5e2ec
 PROFILES_DIR = Path(importlib.util.find_spec("megrag_kit").origin).parent / "profiles"   # the shipped profiles
@@ -53,3 +54,33 @@ def read_profile(path) -> dict:
 def read_profiles(folder=PROFILES_DIR) -> dict:
     "`{name: parameters}` of the profile files `NAME.toml` in `folder` (the shipped ones by default), by name."
     return {f.stem: read_profile(f) for f in sorted(Path(folder).glob("*.toml"))}
+
+# %% ../nbs/95a_reproduce_profiles.ipynb #7b35cbec
+def _kind(v) -> str:
+    "The kind of a parameter value a profile may give: bool, number, string, list, table or other."
+    for k, t in (("bool", bool), ("number", (int, float)), ("string", str), ("list", (list, tuple)), ("table", dict)):
+        if isinstance(v, t): return k
+    return "other"
+
+def _literal(src: str):
+    "The value of a parameters cell's default as papermill reports it (its source text), or None if not a literal."
+    try: return ast.literal_eval(src)
+    except (ValueError, SyntaxError): return None
+
+def check_profile(profile: dict, defaults: dict, where: str) -> None:
+    """Check the parameters `profile` against `defaults` (`{name: source text of the default}` of the experiment
+    notebooks' parameters cells, as `papermill.inspect_notebook` reports them), loading nothing. `ValueError` naming
+    `where` (the profile's name or file) and the keys no notebook has, or a key whose value is not of its default's
+    kind (`_kind`; a `None` value, or a default that is `None` or no literal, passes); a table named after a
+    registered method is read by that method's `Config.from_dict` (`ConfigError` naming `where`, the table and the
+    option)."""
+    if bad := sorted(set(profile) - set(defaults)):
+        raise ValueError(f"{where}: {', '.join(bad)}: no experiment notebook has such a parameter")
+    for k, v in profile.items():
+        d = _literal(defaults[k])
+        if v is not None and d is not None and _kind(v) != _kind(d):
+            raise ValueError(f"{where}: {k} must be a {_kind(d)} like its default {d!r}, got {v!r}")
+        if isinstance(v, dict):
+            try: cls = get_method(k)
+            except KeyError: continue                      # a table of another kind (options of several runs)
+            cls.Config.from_dict(v, owner=f"{where} [{k}]")
