@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools, json, re, signal, subprocess, sys, threading, tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from .data import DATASETS, check_dataset_name
 from .index import StoreOptions
 from .method import ConfigError, get_method
 from .models import ModelOptions, build_model, parse_model_spec
@@ -220,6 +221,17 @@ def _load_reproduce(f, r, limit: int | None) -> dict:
     return dict(profile=profile, only=only, params=params, out=fill(r["out"]) if r.get("out") else None,
                 figures=fill(r["figures"]) if r.get("figures") else r.get("figures"))
 
+# %% ../nbs/97_experiment.ipynb #c7c3c083
+def _check_dataset(f: Path, name: str) -> None:
+    """The experiment file `f`'s `dataset`, checked loading nothing: a registered name, or the files of
+    `questions.json[:corpus.json]`, which must exist (relative to the working folder, as the runs read them);
+    `ExperimentFileError` naming the file and the field otherwise."""
+    try: check_dataset_name(name)
+    except KeyError as e: raise ExperimentFileError(f"{f}: dataset: {str(e).strip(chr(34))}") from None
+    if name in DATASETS: return
+    for part in filter(None, name.partition(":")[::2]):
+        if not Path(part).exists(): raise ExperimentFileError(f"{f}: dataset: no such file {part}")
+
 # %% ../nbs/97_experiment.ipynb #abbbdb45
 def load_experiment(path, limit: int | None = None) -> ExperimentSpec:
     """Read an experiment file (TOML) and check every field before anything runs: the method names (the registry),
@@ -241,6 +253,7 @@ def load_experiment(path, limit: int | None = None) -> ExperimentSpec:
         raise ExperimentFileError(f"{f}: runs: an experiment declares at least one run ([[runs]] name, method) or a "
                                   "[reproduce] table")
     if not isinstance(d.get("dataset"), str): raise ExperimentFileError(f"{f}: dataset must be a dataset name (string)")
+    _check_dataset(f, d["dataset"])
     lim = limit if limit is not None else d.get("limit")
     if lim is not None and (isinstance(lim, bool) or not isinstance(lim, int) or lim < 1):
         raise ExperimentFileError(f"{f}: limit must be an int >= 1 (leave it out for every question), got {lim!r}")
