@@ -47,8 +47,9 @@ def _options(debug: bool = typer.Option(False, "--debug", help="show the full tr
 def friendly(fn):
     """A command whose expected failures (a bad file, parameter, run folder, model server...) print one line,
     `Error: ...`, and exit with status 2 (a parameter, or a run folder the command line asked for that holds another
-    run or is in use by another process) or 1 (anything else);
-    `--debug` shows the traceback instead. Programming errors are not caught."""
+    run or is in use by another process) or 1 (anything else); Ctrl-C prints that the finished work is kept and the
+    same command resumes, and exits with 130. `--debug` shows the traceback instead. Programming errors are not
+    caught."""
     @functools.wraps(fn)
     def wrapper(*a, **kw):
         try: return fn(*a, **kw)
@@ -57,6 +58,11 @@ def friendly(fn):
             msg = str(e).strip('"') if isinstance(e, KeyError) else str(e)
             typer.echo(f"Error: {msg}", err=True); typer.echo("(run with --debug for the traceback)", err=True)
             raise typer.Exit(2 if isinstance(e, (ConfigError, RunMismatchError, RunLockedError)) else 1)  # 2: asked
+        except KeyboardInterrupt:                          # Ctrl-C: say what survives and how to go on
+            if _STATE["debug"]: raise
+            typer.echo("\nInterrupted: what was finished is kept (every answered question of a run); the same command "
+                       "resumes from it.", err=True)
+            raise typer.Exit(130)
     return wrapper
 
 # %% ../nbs/99_cli.ipynb #6aef5bdd
