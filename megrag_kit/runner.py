@@ -16,7 +16,7 @@ from .jsonl import LOCK_FILE, RunLockedError, lock_run_folder     # one process 
 from .models import Cost, CostMeter, ModelCallError
 from .metrics import (exact_match, f1_score, answer_containment, retrieval_scores, bootstrap_ci,
                                 paired_bootstrap)
-from .method import Method
+from .method import ConfigError, Method
 from .reader import answer_rewrites
 from .index import index_line
 
@@ -180,12 +180,13 @@ def index_stage(method: Method, show_progress: bool = True) -> dict | None:
 
 def estimate_calls(method: Method) -> tuple[float, str]:
     """`(LLM calls per question, what they are)`: the upper estimate of its answering calls that `method` declares
-    (`Method.estimate_calls`, under its config, before anything runs), checked: `TypeError` naming the method when
+    (`Method.estimate_calls`, under its config, before anything runs), checked: `ConfigError` naming the method when
     it is not a number >= 0 and a string. Indexing calls come on top (`Method.indexing_note`)."""
     est = method.estimate_calls()
     ok = (isinstance(est, tuple) and len(est) == 2 and isinstance(est[0], (int, float)) and not isinstance(est[0], bool)
           and est[0] >= 0 and isinstance(est[1], str))
-    if not ok: raise TypeError(f"{method.name}: estimate_calls() must return (calls >= 0, what they are), got {est!r}")
+    if not ok:
+        raise ConfigError(f"{method.name}: estimate_calls() must return (calls >= 0, what they are), got {est!r}")
     return est
 
 
