@@ -308,7 +308,7 @@ def _todo(pf: Path, qs: list[Question], out: Path, show_progress: bool) -> list[
     retry = sum(1 for q in todo if q.qid in prior)
     if show_progress and len(todo) < len(qs):
         print(f"resuming {out}: {len(qs) - len(todo)} of {len(qs)} questions already answered"
-              + (f", {retry} failed ones retried" if retry else ""), flush=True)
+              + (f", {retry} failed {'one' if retry == 1 else 'ones'} retried" if retry else ""), flush=True)
     return todo
 
 # %% ../nbs/90_runner.ipynb #eaf5937b
@@ -371,7 +371,8 @@ def _finish(method: Method, out: Path, mf: dict, qs: list[Question], n_failed: i
     if index: summary["index_build"] = index
     if write: (out / "summary.json").write_text(json.dumps(summary, indent=1))
     if n_failed and show_progress:
-        print(f"{n_failed} questions failed; run the same command again to retry them", flush=True)
+        print(f"{n_failed} question{'s' * (n_failed != 1)} failed; run the same command again to retry them",
+              flush=True)
     return summary
 
 # %% ../nbs/90_runner.ipynb #1c4b0c82
@@ -500,7 +501,8 @@ def format_summary(s: dict, legend: bool = True) -> str:
     for k, v in s.items():
         if k not in base and isinstance(v, dict) and v: lines.append(f"{k:18s} {json.dumps(v)}")
     if s.get("failed"):
-        lines.append(("every question failed" if not s["n"] else f"{s['failed']} questions failed") + ": "
+        nf = s["failed"]
+        lines.append(("every question failed" if not s["n"] else f"{nf} question{'s' * (nf != 1)} failed") + ": "
                      + "; ".join(f"{k} x {why}" for why, k in (s.get("failed_reasons") or {}).items())
                      + " (see their rows' 'failed' field); run the same command again to retry them")
     if legend: lines += ["", *textwrap.wrap(SUMMARY_LEGEND, 110)]
