@@ -4,7 +4,7 @@
 
 # %% ../nbs/02h_models_ct2.ipynb #e3dcb0da
 from __future__ import annotations
-import json, threading, time
+import threading, time
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch

@@ -4,7 +4,7 @@
 
 # %% ../nbs/02c_models_hf.ipynb #da94e3e8
 from __future__ import annotations
-import importlib.util, json, threading
+import importlib.util, threading
 from pathlib import Path
 from fastcore.basics import patch
 from .core import cache_dir, replaced, resolve_device

@@ -111,8 +111,7 @@ class SchemaLogitsProcessor(OutlinesCoreLogitsProcessor):
         for guide, mask in zip(self._guides, self._bitmasks): fill_next_token_bitmask(guide, mask)
         words = torch.cat(self._bitmasks[:batch_size]).numpy()               # (batch, ceil(vocab / 32)), int32
         bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")   # bit i of word j: token 32j + i
-        gap = logits.shape[1] - bits.shape[1]
-        bits = np.pad(bits, ((0, 0), (0, gap))) if gap > 0 else bits[:, :logits.shape[1]]
+        bits = bits[:, :logits.shape[1]]               # the masks cover the logits' vocabulary (outlines' `_setup`)
         bias = bits.astype(np.uint32); bias -= 1; bias &= NEG_INF_BITS      # 1 -> +0.0, 0 -> -inf (float32 bits)
         return logits.add_(torch.from_numpy(bias.view(np.float32)).to(logits.device, logits.dtype))
 

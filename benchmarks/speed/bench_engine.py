@@ -19,7 +19,7 @@ Printed per method and engine: seconds, prompt tokens computed, the outputs equa
 here asserts a time; the UTC time and load average are printed. With `--out` the table goes to that file; the rows
 of methods this run does not measure are kept from it (each row names its threads), so methods can be measured in
 several runs."""
-import argparse, json, sys, time
+import argparse, sys, time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -52,7 +52,7 @@ def replay(llm, calls, engine) -> tuple[float, int, list]:
     for c in calls:
         kw = dict(max_new_tokens=c["kw"].get("max_new_tokens", 64))
         schema = c["kw"].get("json_schema")
-        else:
+        if schema is None:                                 # free decoding: greedy with its stop strings, as the backend
             kw.update(do_sample=False, temperature=None, top_p=None, top_k=None)
             if c["kw"].get("stop"): kw["stopping_criteria"] = llm._stop_criteria(c["kw"]["stop"])
         for s in range(0, len(c["ids"]), llm.batch_size):
