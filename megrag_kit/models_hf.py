@@ -13,7 +13,7 @@ from .models_chat import ChatModel
 from .models_schema import SchemaIndexes
 
 # %% auto #0
-__all__ = ['SMOLLM2_GGUF', 'CONSTRAINED_PROMPT', 'smollm2_path', 'HFChatModel', 'PrefixStore']
+__all__ = ['SMOLLM2_GGUF', 'CONSTRAINED_PROMPT', 'smollm2_path', 'HFChatModel', 'PrefixStore', 'BufferedLayer', 'stacked_cache']
 
 # %% ../nbs/02c_models_hf.ipynb #c1a1e27b
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -118,6 +118,60 @@ class PrefixStore:
         self.entries.append((torch.as_tensor(ids, dtype=torch.long), kv))
         while sum(len(e[0]) for e in self.entries) > self.max_tokens: self.entries.pop(0)
 
+# %% ../nbs/02c_models_hf.ipynb #3b38f3b1
+from transformers.cache_utils import DynamicLayer
+
+class BufferedLayer(DynamicLayer):
+    """One attention layer's key/value cache in a preallocated buffer: `update(keys, values)` writes the new positions
+    in place and returns views of the filled part, shape `(batch, kv_heads, length, head_dim)`, instead of copying the
+    whole cache as transformers' `DynamicLayer` does (`torch.cat` every decoding step). `room`: positions the buffer
+    holds beyond what is written; when it runs out the buffer grows by `room` again (one copy). Used by `generate`
+    through a `DynamicCache` whose `layers` are these (`stacked_cache`)."""
+    def __init__(self, room: int = 256):
+        super().__init__()
+        if room < 1: raise ValueError(f"BufferedLayer: room must be >= 1, got {room}")
+        self.room, self.n = room, 0
+
+    def lazy_initialization(self, key_states, value_states):
+        self.device, self.is_initialized = key_states.device, True
+        shape = (*key_states.shape[:2], self.room, key_states.shape[3])
+        self._k, self._v = key_states.new_zeros(shape), value_states.new_zeros(shape)
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        if not self.is_initialized: self.lazy_initialization(key_states, value_states)
+        n, s = self.n, key_states.shape[-2]
+        if n + s > self._k.shape[-2]:                          # out of room: one copy into a larger buffer
+            shape = (*self._k.shape[:2], n + s + self.room, self._k.shape[3])
+            k, v = self._k.new_zeros(shape), self._v.new_zeros(shape)
+            k[:, :, :n], v[:, :, :n] = self._k[:, :, :n], self._v[:, :, :n]
+            self._k, self._v = k, v
+        self._k[:, :, n:n + s], self._v[:, :, n:n + s] = key_states, value_states
+        self.n = n + s
+        self.keys, self.values = self._k[:, :, :self.n], self._v[:, :, :self.n]
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int: return self.n
+
+def stacked_cache(kvs: list[list[tuple]], width: int, room: int):
+    """A `DynamicCache` of `BufferedLayer`s holding the prompts' caches `kvs` (per prompt, per layer `(keys, values)`
+    of shape `(1, kv_heads, length_i, head_dim)`, each `length_i <= width`) right-aligned in `width` positions, the
+    positions before a shorter prompt zero (masked by the caller's attention mask), with `room` positions free after."""
+    import torch
+    from transformers import DynamicCache
+    cache, layers = DynamicCache(), []
+    for j in range(len(kvs[0])):
+        k0, v0 = kvs[0][j]
+        L = BufferedLayer(room)
+        L.lazy_initialization(k0, v0)
+        L._k = k0.new_zeros((len(kvs), k0.shape[1], width + room, k0.shape[3])); L._v = torch.zeros_like(L._k)
+        for i, kv in enumerate(kvs):
+            k, v = kv[j]
+            L._k[i, :, width - k.shape[2]:width], L._v[i, :, width - v.shape[2]:width] = k[0], v[0]
+        L.n, L.keys, L.values = width, L._k[:, :, :width], L._v[:, :, :width]
+        layers.append(L)
+    cache.layers = layers
+    return cache
+
 # %% ../nbs/02c_models_hf.ipynb #17b48adf
 @patch
 def _prefill(self: HFChatModel, ids: list[int]) -> list[tuple]:
@@ -139,13 +193,13 @@ def _prefill(self: HFChatModel, ids: list[int]) -> list[tuple]:
 @patch
 def _lockstep(self: HFChatModel, rows: list[list[int]], **kw):
     """`model.generate(**kw)` of the prompts `rows` (token ids) in one batch: each prompt but its last token is
-    prefilled alone (`_prefill`), the caches are stacked left-padded (padded positions masked), and `generate` reads
+    prefilled alone (`_prefill`), the caches are stacked left-padded (padded positions masked) in buffers with room
+    for the reply (`stacked_cache`), and `generate` reads
     the last tokens and decodes every row in lock-step. Returns the new tokens, shape `(len(rows), steps)`, a row
     padded with `pad_token_id` after it ends. A prompt under 2 tokens, or a model with other than full attention in
     every layer (a sliding window keeps no whole cache to stack), sends the batch through `generate` alone,
     left-padded."""
-    import torch, torch.nn.functional as F
-    from transformers import DynamicCache
+    import torch
     T, pad = max(map(len, rows)), self.tok.pad_token_id
     ids, mask = torch.full((len(rows), T), pad), torch.zeros((len(rows), T), dtype=torch.long)
     for i, r in enumerate(rows): ids[i, T - len(r):], mask[i, T - len(r):] = torch.tensor(r), 1
@@ -154,10 +208,8 @@ def _lockstep(self: HFChatModel, rows: list[list[int]], **kw):
     full = set(getattr(cfg, "layer_types", None) or [("sliding" if getattr(cfg, "sliding_window", None) else "full")
                                                      + "_attention"]) == {"full_attention"}
     if full and min(map(len, rows)) > 1:
-        kvs = [self._prefill(r[:-1]) for r in rows]
-        kw["cache"] = DynamicCache(ddp_cache_data=[
-            tuple(torch.cat([F.pad(kv[layer][j], (0, 0, T - len(r), 0)) for r, kv in zip(rows, kvs)]) for j in (0, 1))
-            for layer in range(len(kvs[0]))])
+        kvs = [self._prefill(r[:-1]) for r in rows]                  # in buffers with room for the reply: no copies
+        kw["cache"] = stacked_cache(kvs, T - 1, kw.get("max_new_tokens", 64) + 1)
         kw.update(use_cache=True, cache_implementation=None); del kvs     # a checkpoint's own cache setting yields
     self.prefix.computed += len(rows) if "cache" in kw else sum(map(len, rows))       # what `generate` reads
     with torch.inference_mode(): gen = self.model.generate(input_ids=ids, attention_mask=mask, pad_token_id=pad, **kw)
