@@ -72,8 +72,11 @@ class ChatModel:
     """Base chat model: caching, counting, batching and reasoning removal around a backend's `_generate`.
 
     `cache`: `True` (the default `LLMCache`), `False`/`None` (none) or an `LLMCache`; `think_tokens`: extra
-    completion tokens granted to every call for a model that thinks before answering (0: none)."""
+    completion tokens granted to every call for a model that thinks before answering (0: none). A backend whose
+    `_generate` takes a list of JSON schemas, one per prompt, and decodes them in one batch sets `mixed_schemas`; the
+    others get one call per distinct schema (`_by_schema`)."""
     model_id: str = "base"
+    mixed_schemas: bool = False
     def __init__(self, cache: LLMCache | bool | None = True, think_tokens: int = 0):
         if think_tokens < 0: raise ValueError(f"think_tokens must be >= 0, got {think_tokens}")
         self.cache = LLMCache() if cache is True else (None if cache is False else cache)
@@ -100,7 +103,6 @@ class ChatModel:
 @patch
 def _by_schema(self: ChatModel, prompts, max_new_tokens, temperature, stop, json_schema, seed, validate) -> list:
     "`generate` with a list of schemas, one per prompt: one call per distinct schema, the results in prompt order."
-    if len(json_schema) != len(prompts): raise ValueError(f"{len(json_schema)} schemas for {len(prompts)} prompts")
     groups: dict[str, tuple] = {}
     for i, sc in enumerate(json_schema): groups.setdefault(json.dumps(sc, sort_keys=True), (sc, []))[1].append(i)
     out = [None] * len(prompts)
@@ -121,16 +123,17 @@ def _key_params(self: ChatModel, max_new_tokens, temperature, stop, json_schema,
 
 # %% ../nbs/02b_models_chat.ipynb #a5eda6f9
 @patch
-def _from_cache(self: ChatModel, msgs, params, validate, json_schema) -> tuple[list, list]:
-    "`(out, todo)`: the cached `Generation` of each prompt (`None` for a miss) and the positions of the misses."
+def _from_cache(self: ChatModel, msgs, params: list, validate, schemas: list) -> tuple[list, list]:
+    """`(out, todo)`: the cached `Generation` of each prompt (`None` for a miss) and the positions of the misses;
+    `params` and `schemas`: each prompt's."""
     out, todo = [None] * len(msgs), []
     for i, m in enumerate(msgs):
-        hit = self.cache.get(LLMCache.key(self.model_id, m, params)) if self.cache is not None else None
+        hit = self.cache.get(LLMCache.key(self.model_id, m, params[i])) if self.cache is not None else None
         if hit is not None:
             kept = {k: v for k, v in hit.items()
                     if k in Generation.__dataclass_fields__ and k not in ("cached", "unparsed", "reask")}
             out[i] = Generation(**kept, cached=True)           # entries written by older versions carry 'cached' too
-            self._check(out[i], validate[i] if isinstance(validate, list) else validate, json_schema)
+            self._check(out[i], validate[i] if isinstance(validate, list) else validate, schemas[i])
         else: todo.append(i)
     return out, todo
 
@@ -146,15 +149,19 @@ def _finish_generation(g: Generation, stop, n: int, dt: float):
 
 # %% ../nbs/02b_models_chat.ipynb #825b521b
 @patch
-def _ask_backend(self: ChatModel, out, todo, msgs, params, stop, validate, json_schema):
+def _ask_backend(self: ChatModel, out, todo, msgs, params: list, stop, validate, schemas: list):
     """Fill `out` at the positions `todo` from the backend's `_generate`, caching each answer that is `cacheable`;
-    the first failure of a chunk is raised once the rest of the chunk is stored."""
-    backend = dict(params, stop=None if self.think_tokens else params["stop"],
-                   max_new_tokens=params["max_new_tokens"] + self.think_tokens)
+    the first failure of a chunk is raised once the rest of the chunk is stored. `params` and `schemas`: each
+    prompt's (they differ only in the schema, which goes to the backend as a list when a chunk holds several)."""
+    if not todo: return
+    backend = dict(params[0], stop=None if self.think_tokens else params[0]["stop"],
+                   max_new_tokens=params[0]["max_new_tokens"] + self.think_tokens)
     backend.pop("think_tokens", None)
     step = max(1, getattr(self, "batch_size", 0) or getattr(self, "concurrency", 0) or 8)
     for b in range(0, len(todo), step):  # written to the cache chunk by chunk: a crash keeps what was done
         chunk = todo[b:b + step]
+        own = [schemas[i] for i in chunk]
+        backend["json_schema"] = own[0] if all(s == own[0] for s in own) else own
         t0 = time.perf_counter()
         new = self._generate([msgs[i] for i in chunk], **backend)
         dt = (time.perf_counter() - t0) / len(chunk)
@@ -162,8 +169,8 @@ def _ask_backend(self: ChatModel, out, todo, msgs, params, stop, validate, json_
         for i, g in zip(chunk, new):
             if isinstance(g, BaseException): continue
             _finish_generation(g, stop, len(chunk), dt)
-            self._check(g, validate[i] if isinstance(validate, list) else validate, json_schema)
-            if self.cache is not None: self.cache.set(LLMCache.key(self.model_id, msgs[i], params), g)
+            self._check(g, validate[i] if isinstance(validate, list) else validate, schemas[i])
+            if self.cache is not None: self.cache.set(LLMCache.key(self.model_id, msgs[i], params[i]), g)
             out[i] = g
         if failed: raise failed[0]
 
@@ -177,8 +184,8 @@ def generate(self: ChatModel, prompts: list, max_new_tokens: int = 64, temperatu
     `max_new_tokens`: completion length cap in tokens (plus `think_tokens`). `temperature`: 0 is greedy; above
     0 samples with `seed`. `stop`: strings at which the answer is cut (not included). `json_schema`: constrain
     the output to this JSON schema where the backend supports it; a list gives one schema per prompt
-    (`ValueError` when its length differs from the prompts'), and the prompts sharing a schema go out as one
-    batch. `validate(text, schema)`: raises `StructuredOutputError` for an answer the caller cannot use; such
+    (`ValueError` when its length differs from the prompts'): the prompts go out in one batch to a backend with
+    `mixed_schemas`, else those sharing a schema as one batch. `validate(text, schema)`: raises `StructuredOutputError` for an answer the caller cannot use; such
     an answer comes back with `unparsed=True` and is not cached (default with a `json_schema`: `json_present`,
     so prose where JSON was asked is never cached; a list gives one validator per prompt, e.g. a parser that needs
     the prompt's passage; `ValueError` when its length differs from the prompts'). Results are cached by
@@ -188,12 +195,15 @@ def generate(self: ChatModel, prompts: list, max_new_tokens: int = 64, temperatu
     if isinstance(validate, list) and len(validate) != len(prompts):
         raise ValueError(f"{len(validate)} validators for {len(prompts)} prompts")
     if isinstance(json_schema, list):
-        return self._by_schema(prompts, max_new_tokens, temperature, stop, json_schema, seed, validate)
-    params = self._key_params(max_new_tokens, temperature, stop, json_schema, seed)
+        if len(json_schema) != len(prompts): raise ValueError(f"{len(json_schema)} schemas for {len(prompts)} prompts")
+        if not self.mixed_schemas or any(s is None for s in json_schema):
+            return self._by_schema(prompts, max_new_tokens, temperature, stop, json_schema, seed, validate)
+    schemas = json_schema if isinstance(json_schema, list) else [json_schema] * len(prompts)
+    params = [self._key_params(max_new_tokens, temperature, stop, s, seed) for s in schemas]
     msgs = [as_messages(p) for p in prompts]
     if validate is None and json_schema is not None: validate = json_present     # prose where JSON was asked: no cache
-    out, todo = self._from_cache(msgs, params, validate, json_schema)
-    self._ask_backend(out, todo, msgs, params, stop, validate, json_schema)
+    out, todo = self._from_cache(msgs, params, validate, schemas)
+    self._ask_backend(out, todo, msgs, params, stop, validate, schemas)
     with self._lock: self.stats = self.stats + Cost.of(out)
     for m in _METERS.get(): m.record(out)
     return out

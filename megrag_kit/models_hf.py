@@ -53,7 +53,9 @@ class HFChatModel(ChatModel):
     constrained_prompt=...)` with `name` defaulting to `hf:<folder name>`, so two checkpoints in folders of the same
     name never share cached calls (`constrained_prompt` names how schema-constrained calls see the prompt:
     `CONSTRAINED_PROMPT`). Generation is greedy unless `temperature > 0`. A batch is prefilled one prompt at a time
-    and decoded in lock-step; `prefix_tokens` is the capacity of its `PrefixStore` (prefix caching; 0: off)."""
+    and decoded in lock-step; `prefix_tokens` is the capacity of its `PrefixStore` (prefix caching; 0: off). Prompts
+    under different JSON schemas decode in one batch, each row under its own (`mixed_schemas`)."""
+    mixed_schemas = True
     def __init__(self, path, device: str = "auto", batch_size: int = 8, model_id: str | None = None, cache=True,
                  dtype=None, think_tokens: int = 0, prefix_tokens: int = 16384):
         super().__init__(cache, think_tokens)
@@ -258,7 +260,7 @@ def _generate_json(self: HFChatModel, messages, schema, max_new_tokens, temperat
     out, texts = [], [self.render(m) for m in messages]             # as outlines renders `Chat(m)`: templated once
     ids, extra = self.tok(texts)["input_ids"], self.tok.num_special_tokens_to_add()   # encoded as outlines encodes
     for s in range(0, len(ids), self.batch_size):
-        proc = self._schemas.processor(schema)                      # the automaton's states are the batch's own
+        proc = self._schemas.processor(schema[s:s + self.batch_size] if isinstance(schema, list) else schema)
         kw = dict(max_new_tokens=max_new_tokens, logits_processor=LogitsProcessorList([proc]))
         if temperature > 0:                         # sampled under the schema, seeded like free decoding
             torch.manual_seed(seed or 0); kw.update(do_sample=True, temperature=temperature, top_p=1.0)

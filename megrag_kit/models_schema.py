@@ -54,8 +54,10 @@ class SchemaIndexes:
         self._indexes[key] = index
         return index
 
-    def processor(self, schema: dict) -> "SchemaLogitsProcessor":
-        "A fresh `SchemaLogitsProcessor` of `schema`'s index (one per batch: it holds the batch's automaton states)."
+    def processor(self, schema: dict | list) -> "SchemaLogitsProcessor":
+        """A fresh `SchemaLogitsProcessor` of `schema`'s index (one per batch: it holds the batch's automaton states);
+        a list of schemas gives each row of the batch its own."""
+        if isinstance(schema, list): return SchemaLogitsProcessor([self.index(s) for s in schema])
         return SchemaLogitsProcessor(self.index(schema))
 
 # %% ../nbs/02j_models_schema.ipynb #c2659d6b
@@ -98,11 +100,20 @@ class SchemaLogitsProcessor(OutlinesCoreLogitsProcessor):
     `(batch, vocab)`, masking without outlines' `torch.compile`d kernel: the same logits (the allowed ones unchanged,
     the others -inf), without the compilation each new process pays (seconds) or the C++ compiler it needs. The
     end-of-sequence token is allowed only in a final state; a model's padded embedding rows past the tokenizer's
-    vocabulary never are. Modifies `logits` in place and returns them."""
-    def __init__(self, index): super().__init__(index, "torch")
+    vocabulary never are. `index` may be a list, one index per row of the batch (rows under different schemas decode
+    together; `ValueError` at the first step when the batch has another number of rows). Modifies `logits` in place
+    and returns them."""
+    def __init__(self, index):
+        self.indexes = list(index) if isinstance(index, (list, tuple)) else None
+        super().__init__(self.indexes[0] if self.indexes else index, "torch")
 
     def _setup(self, batch_size: int, vocab_size: int) -> None:
+        from outlines_core import Guide
         super()._setup(batch_size, vocab_size)
+        if self.indexes is not None:
+            if len(self.indexes) != batch_size:
+                raise ValueError(f"SchemaLogitsProcessor: {len(self.indexes)} indexes for a batch of {batch_size} rows")
+            self._guides = [Guide(ix) for ix in self.indexes]
         self.bias_logits = self._bias_eager
 
     def _bias_eager(self, batch_size: int, logits):
