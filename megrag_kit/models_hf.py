@@ -13,7 +13,8 @@ from .models_chat import ChatModel
 from .models_schema import SchemaIndexes
 
 # %% auto #0
-__all__ = ['SMOLLM2_GGUF', 'CONSTRAINED_PROMPT', 'smollm2_path', 'HFChatModel', 'PrefixStore', 'BufferedLayer', 'stacked_cache']
+__all__ = ['SMOLLM2_GGUF', 'CONSTRAINED_PROMPT', 'GREEDY_OPTIONS', 'PLAIN_GENERATION_CONFIG', 'smollm2_path', 'HFChatModel',
+           'PrefixStore', 'BufferedLayer', 'stacked_cache']
 
 # %% ../nbs/02c_models_hf.ipynb #c1a1e27b
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -196,8 +197,8 @@ def _prefill(self: HFChatModel, ids: list[int]) -> list[tuple]:
 def _lockstep(self: HFChatModel, rows: list[list[int]], **kw):
     """`model.generate(**kw)` of the prompts `rows` (token ids) in one batch: each prompt but its last token is
     prefilled alone (`_prefill`), the caches are stacked left-padded (padded positions masked) in buffers with room
-    for the reply (`stacked_cache`), and `generate` reads
-    the last tokens and decodes every row in lock-step. Returns the new tokens, shape `(len(rows), steps)`, a row
+    for the reply (`stacked_cache`), and `generate` reads the last tokens and decodes every row in lock-step (greedy
+    decoding goes through `_greedy` instead, the same tokens, each row leaving the batch when it ends). Returns the new tokens, shape `(len(rows), steps)`, a row
     padded with `pad_token_id` after it ends. A prompt under 2 tokens, or a model with other than full attention in
     every layer (a sliding window keeps no whole cache to stack), sends the batch through `generate` alone,
     left-padded."""
@@ -214,8 +215,63 @@ def _lockstep(self: HFChatModel, rows: list[list[int]], **kw):
         kw["cache"] = stacked_cache(kvs, T - 1, kw.get("max_new_tokens", 64) + 1)
         kw.update(use_cache=True, cache_implementation=None); del kvs     # a checkpoint's own cache setting yields
     self.prefix.computed += len(rows) if "cache" in kw else sum(map(len, rows))       # what `generate` reads
-    with torch.inference_mode(): gen = self.model.generate(input_ids=ids, attention_mask=mask, pad_token_id=pad, **kw)
+    with torch.inference_mode():
+        if "cache" in kw and self._plain_greedy(kw): return self._greedy(ids, mask, **kw)
+        gen = self.model.generate(input_ids=ids, attention_mask=mask, pad_token_id=pad, **kw)
     return gen[:, T:]
+
+# %% ../nbs/02c_models_hf.ipynb #e99e7d1e
+GREEDY_OPTIONS = {"max_new_tokens", "min_new_tokens", "do_sample", "temperature", "top_p", "top_k",
+                  "logits_processor", "stopping_criteria", "cache", "use_cache", "cache_implementation"}
+PLAIN_GENERATION_CONFIG = {"bos_token_id", "eos_token_id", "pad_token_id", "use_cache", "transformers_version",
+                           "_from_model_config", "output_attentions", "output_hidden_states", "max_length",
+                           "max_new_tokens", "do_sample", "temperature", "top_p", "top_k"}
+
+@patch
+def _plain_greedy(self: HFChatModel, kw: dict) -> bool:
+    """Whether `generate(**kw)` is plain greedy decoding that `_greedy` does alike: only the options it knows, no
+    sampling, and nothing in the model's generation config that adds a logits processor (a repetition penalty, a
+    minimum length, suppressed tokens...)."""
+    gc = self.model.generation_config
+    return (set(kw) <= GREEDY_OPTIONS and not kw.get("do_sample", gc.do_sample)
+            and set(gc.to_diff_dict()) <= PLAIN_GENERATION_CONFIG and not kw.get("min_new_tokens", 0) < 0)
+
+@patch
+def _greedy(self: HFChatModel, ids, mask, cache, max_new_tokens: int, min_new_tokens: int = 0,
+            logits_processor=None, stopping_criteria=None, **_):
+    """Greedy lock-step decoding of the left-padded prompts `ids` (shape `(B, T)`, `mask` 1 on the real tokens) whose
+    first `T - 1` positions are in `cache` (`stacked_cache`), as `generate` decodes them, each row leaving the batch
+    when it ends (an end-of-sequence token of the generation config, `stopping_criteria`); rows stay when a logits
+    processor cannot drop rows (`keep_rows`). Returns the new tokens, shape `(B, steps)`, `pad_token_id` after a
+    row's end, as `generate` returns them."""
+    import torch
+    eos = self.model.generation_config.eos_token_id
+    eos = torch.tensor([eos] if isinstance(eos, int) else list(eos), device=ids.device)
+    procs = list(logits_processor or [])
+    drop = all(hasattr(p, "keep_rows") for p in procs)
+    out = torch.full((len(ids), max_new_tokens), self.tok.pad_token_id, dtype=torch.long, device=ids.device)
+    rows, tok, seen = torch.arange(len(ids), device=ids.device), ids[:, -1:], ids    # seen: prompt and reply so far
+    live = torch.ones(len(ids), dtype=torch.bool, device=ids.device)
+    for step in range(max_new_tokens):
+        pos = mask.sum(1, keepdim=True) - 1
+        logits = self.model(input_ids=tok, attention_mask=mask, position_ids=pos, cache=cache,
+                            logits_to_keep=1).logits[:, -1].to(copy=True, dtype=torch.float32)
+        if step < min_new_tokens: logits[:, eos] = -float("inf")
+        for p in procs: logits = p(seen, logits)
+        nxt = torch.where(live, logits.argmax(-1), self.tok.pad_token_id)
+        out[rows, step], seen = nxt, torch.cat([seen, nxt[:, None]], 1)
+        live = live & ~torch.isin(nxt, eos)
+        if stopping_criteria is not None: live = live & ~stopping_criteria(seen, logits)
+        if not live.any(): return out[:, :step + 1]
+        if drop and not live.all():                                  # the ended rows leave the batch
+            keep = live.nonzero()[:, 0]
+            for layer in cache.layers:
+                layer._k, layer._v = layer._k[keep], layer._v[keep]
+                layer.keys, layer.values = layer._k[:, :, :layer.n], layer._v[:, :, :layer.n]
+            for p in procs: p.keep_rows(keep.tolist())
+            rows, nxt, mask, seen, live = rows[keep], nxt[keep], mask[keep], seen[keep], live[keep]
+        tok, mask = nxt[:, None], torch.cat([mask, mask.new_ones((len(mask), 1))], 1)
+    return out
 
 # %% ../nbs/02c_models_hf.ipynb #535ca27d
 @patch

@@ -102,7 +102,7 @@ class SchemaLogitsProcessor(OutlinesCoreLogitsProcessor):
     end-of-sequence token is allowed only in a final state; a model's padded embedding rows past the tokenizer's
     vocabulary never are. `index` may be a list, one index per row of the batch (rows under different schemas decode
     together; `ValueError` at the first step when the batch has another number of rows). Modifies `logits` in place
-    and returns them."""
+    and returns them. `keep_rows(rows)` drops the other rows' states when rows leave a batch."""
     def __init__(self, index):
         self.indexes = list(index) if isinstance(index, (list, tuple)) else None
         super().__init__(self.indexes[0] if self.indexes else index, "torch")
@@ -115,6 +115,10 @@ class SchemaLogitsProcessor(OutlinesCoreLogitsProcessor):
                 raise ValueError(f"SchemaLogitsProcessor: {len(self.indexes)} indexes for a batch of {batch_size} rows")
             self._guides = [Guide(ix) for ix in self.indexes]
         self.bias_logits = self._bias_eager
+
+    def keep_rows(self, rows: list[int]) -> None:
+        "Keep the automaton states of the batch rows `rows` only, in that order (the others left the batch)."
+        self._guides, self._bitmasks = [self._guides[i] for i in rows], [self._bitmasks[i] for i in rows]
 
     def _bias_eager(self, batch_size: int, logits):
         import torch
