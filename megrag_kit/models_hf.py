@@ -233,8 +233,8 @@ def _plain_greedy(self: HFChatModel, kw: dict) -> bool:
     sampling, and nothing in the model's generation config that adds a logits processor (a repetition penalty, a
     minimum length, suppressed tokens...)."""
     gc = self.model.generation_config
-    return (set(kw) <= GREEDY_OPTIONS and not kw.get("do_sample", gc.do_sample)
-            and set(gc.to_diff_dict()) <= PLAIN_GENERATION_CONFIG and not kw.get("min_new_tokens", 0) < 0)
+    return (set(kw) <= GREEDY_OPTIONS and "max_new_tokens" in kw and not kw.get("do_sample", gc.do_sample)
+            and set(gc.to_diff_dict()) <= PLAIN_GENERATION_CONFIG)
 
 @patch
 def _greedy(self: HFChatModel, ids, mask, cache, max_new_tokens: int, min_new_tokens: int = 0,
@@ -245,8 +245,9 @@ def _greedy(self: HFChatModel, ids, mask, cache, max_new_tokens: int, min_new_to
     processor cannot drop rows (`keep_rows`). Returns the new tokens, shape `(B, steps)`, `pad_token_id` after a
     row's end, as `generate` returns them."""
     import torch
-    eos = self.model.generation_config.eos_token_id
-    eos = torch.tensor([eos] if isinstance(eos, int) else list(eos), device=ids.device)
+    eos = self.model.generation_config.eos_token_id                  # none, one id or several
+    eos = torch.tensor([] if eos is None else [eos] if isinstance(eos, int) else list(eos), dtype=torch.long,
+                       device=ids.device)
     procs = list(logits_processor or [])
     drop = all(hasattr(p, "keep_rows") for p in procs)
     out = torch.full((len(ids), max_new_tokens), self.tok.pad_token_id, dtype=torch.long, device=ids.device)
