@@ -181,16 +181,16 @@ def generate(self: ChatModel, prompts: list, max_new_tokens: int = 64, temperatu
              validate=None) -> list[Generation]:
     """Complete each prompt (str or message list). Returns `list[Generation]` of the same length, in order.
 
-    `max_new_tokens`: completion length cap in tokens (plus `think_tokens`). `temperature`: 0 is greedy; above
-    0 samples with `seed`. `stop`: strings at which the answer is cut (not included). `json_schema`: constrain
-    the output to this JSON schema where the backend supports it; a list gives one schema per prompt
-    (`ValueError` when its length differs from the prompts'): the prompts go out in one batch to a backend with
-    `mixed_schemas`, else those sharing a schema as one batch. `validate(text, schema)`: raises `StructuredOutputError` for an answer the caller cannot use; such
-    an answer comes back with `unparsed=True` and is not cached (default with a `json_schema`: `json_present`,
-    so prose where JSON was asked is never cached; a list gives one validator per prompt, e.g. a parser that needs
-    the prompt's passage; `ValueError` when its length differs from the prompts'). Results are cached by
-    (`model_id`, params, prompt) when `cacheable`; a cache hit comes back with `cached=True` and its first latency.
-    A backend failure raises `ModelCallError` (nothing of the failed chunk is cached)."""
+    `max_new_tokens`: completion length cap in tokens (plus `think_tokens`). `temperature`: 0 is greedy; above 0
+    samples with `seed`. `stop`: strings at which the answer is cut (not included). `json_schema`: constrain the
+    output to this JSON schema where the backend supports it; a list gives one schema per prompt (`ValueError` when
+    its length differs from the prompts'): the prompts go out in one batch to a backend with `mixed_schemas`, else
+    those sharing a schema as one batch. `validate(text, schema)`: raises `StructuredOutputError` for an answer the
+    caller cannot use; such an answer comes back with `unparsed=True` and is not cached (default with a
+    `json_schema`: `json_present`, so prose where JSON was asked is never cached; a list gives one validator per
+    prompt, e.g. a parser that needs the prompt's passage; `ValueError` when its length differs from the prompts').
+    Results are cached by (`model_id`, params, prompt) when `cacheable`; a cache hit comes back with `cached=True`
+    and its first latency. A backend failure raises `ModelCallError` (nothing of the failed chunk is cached)."""
     if max_new_tokens < 1: raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     if isinstance(validate, list) and len(validate) != len(prompts):
         raise ValueError(f"{len(validate)} validators for {len(prompts)} prompts")

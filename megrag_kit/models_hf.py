@@ -198,7 +198,8 @@ def _lockstep(self: HFChatModel, rows: list[list[int]], **kw):
     """`model.generate(**kw)` of the prompts `rows` (token ids) in one batch: each prompt but its last token is
     prefilled alone (`_prefill`), the caches are stacked left-padded (padded positions masked) in buffers with room
     for the reply (`stacked_cache`), and `generate` reads the last tokens and decodes every row in lock-step (greedy
-    decoding goes through `_greedy` instead, the same tokens, each row leaving the batch when it ends). Returns the new tokens, shape `(len(rows), steps)`, a row
+    decoding goes through `_greedy` instead, the same tokens, each row leaving the batch when it ends). Returns the
+    new tokens, shape `(len(rows), steps)`, a row
     padded with `pad_token_id` after it ends. A prompt under 2 tokens, or a model with other than full attention in
     every layer (a sliding window keeps no whole cache to stack), sends the batch through `generate` alone,
     left-padded."""
