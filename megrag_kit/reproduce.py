@@ -4,8 +4,7 @@
 
 # %% ../nbs/95_reproduce.ipynb #82de7f5b
 from __future__ import annotations
-import copy, json, os, platform, re, sys, time
-from collections import Counter
+import copy, json, os, platform, re, time
 from datetime import datetime, timezone
 from pathlib import Path
 from .core import DataError, check_device, stable_hash, set_seed, resolve_device
