@@ -128,17 +128,23 @@ class BufferedLayer(DynamicLayer):
     """One attention layer's key/value cache in a preallocated buffer: `update(keys, values)` writes the new positions
     in place and returns views of the filled part, shape `(batch, kv_heads, length, head_dim)`, instead of copying the
     whole cache as transformers' `DynamicLayer` does (`torch.cat` every decoding step). `room`: positions the buffer
-    holds beyond what is written; when it runs out the buffer grows by `room` again (one copy). Used by `generate`
-    through a `DynamicCache` whose `layers` are these (`stacked_cache`)."""
+    holds beyond what is written; when it runs out the buffer grows by `room` again (one copy).
+    `batch_select_indices(rows)` keeps some batch rows (rows that ended leave a batch); `DynamicLayer`'s other edits
+    of a whole cache (`crop`, `reorder_cache`, ...) are not supported. Used by `generate` through a `DynamicCache`
+    whose `layers` are these (`stacked_cache`)."""
     def __init__(self, room: int = 256):
         super().__init__()
         if room < 1: raise ValueError(f"BufferedLayer: room must be >= 1, got {room}")
         self.room, self.n = room, 0
 
+    def _hold(self, k, v, n: int):
+        "Keep the buffers `k`, `v`, their first `n` positions filled; `keys` and `values` are views of those."
+        self.device, self.is_initialized, self._k, self._v, self.n = k.device, True, k, v, n
+        self.keys, self.values = k[:, :, :n], v[:, :, :n]
+
     def lazy_initialization(self, key_states, value_states):
-        self.device, self.is_initialized = key_states.device, True
         shape = (*key_states.shape[:2], self.room, key_states.shape[3])
-        self._k, self._v = key_states.new_zeros(shape), value_states.new_zeros(shape)
+        self._hold(key_states.new_zeros(shape), value_states.new_zeros(shape), 0)
 
     def update(self, key_states, value_states, *args, **kwargs):
         if not self.is_initialized: self.lazy_initialization(key_states, value_states)
@@ -146,12 +152,15 @@ class BufferedLayer(DynamicLayer):
         if n + s > self._k.shape[-2]:                          # out of room: one copy into a larger buffer
             shape = (*self._k.shape[:2], n + s + self.room, self._k.shape[3])
             k, v = self._k.new_zeros(shape), self._v.new_zeros(shape)
-            k[:, :, :n], v[:, :, :n] = self._k[:, :, :n], self._v[:, :, :n]
-            self._k, self._v = k, v
+            k[:, :, :n], v[:, :, :n] = self.keys, self.values
+            self._hold(k, v, n)
         self._k[:, :, n:n + s], self._v[:, :, n:n + s] = key_states, value_states
-        self.n = n + s
-        self.keys, self.values = self._k[:, :, :self.n], self._v[:, :, :self.n]
+        self._hold(self._k, self._v, n + s)
         return self.keys, self.values
+
+    def batch_select_indices(self, indices) -> None:
+        "Keep the batch rows `indices` (a 1-d tensor or list of row numbers), in that order."
+        self._hold(self._k[indices], self._v[indices], self.n)
 
     def get_seq_length(self) -> int: return self.n
 
@@ -161,18 +170,15 @@ def stacked_cache(kvs: list[list[tuple]], width: int, room: int):
     positions before a shorter prompt zero (masked by the caller's attention mask), with `room` positions free after."""
     import torch
     from transformers import DynamicCache
-    cache, layers = DynamicCache(), []
-    for j in range(len(kvs[0])):
-        k0, v0 = kvs[0][j]
-        L = BufferedLayer(room)
-        L.lazy_initialization(k0, v0)
-        L._k = k0.new_zeros((len(kvs), k0.shape[1], width + room, k0.shape[3])); L._v = torch.zeros_like(L._k)
+    cache = DynamicCache()
+    cache.layers = [BufferedLayer(room) for _ in kvs[0]]
+    for j, layer in enumerate(cache.layers):
+        k0 = kvs[0][j][0]
+        k = k0.new_zeros((len(kvs), k0.shape[1], width + room, k0.shape[3])); v = torch.zeros_like(k)
         for i, kv in enumerate(kvs):
-            k, v = kv[j]
-            L._k[i, :, width - k.shape[2]:width], L._v[i, :, width - v.shape[2]:width] = k[0], v[0]
-        L.n, L.keys, L.values = width, L._k[:, :, :width], L._v[:, :, :width]
-        layers.append(L)
-    cache.layers = layers
+            n = kv[j][0].shape[2]
+            k[i, :, width - n:width], v[i, :, width - n:width] = kv[j][0][0], kv[j][1][0]
+        layer._hold(k, v, width)
     return cache
 
 # %% ../nbs/02c_models_hf.ipynb #17b48adf
@@ -267,9 +273,7 @@ def _greedy(self: HFChatModel, ids, mask, cache, max_new_tokens: int, min_new_to
         if not live.any(): return out[:, :step + 1]
         if drop and not live.all():                                  # the ended rows leave the batch
             keep = live.nonzero()[:, 0]
-            for layer in cache.layers:
-                layer._k, layer._v = layer._k[keep], layer._v[keep]
-                layer.keys, layer.values = layer._k[:, :, :layer.n], layer._v[:, :, :layer.n]
+            cache.batch_select_indices(keep)
             for p in procs: p.keep_rows(keep.tolist())
             rows, nxt, mask, seen, live = rows[keep], nxt[keep], mask[keep], seen[keep], live[keep]
         tok, mask = nxt[:, None], torch.cat([mask, mask.new_ones((len(mask), 1))], 1)
