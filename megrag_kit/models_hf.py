@@ -13,7 +13,7 @@ from .models_chat import ChatModel
 from .models_schema import SchemaIndexes
 
 # %% auto #0
-__all__ = ['SMOLLM2_GGUF', 'CONSTRAINED_PROMPT', 'GREEDY_OPTIONS', 'PLAIN_GENERATION_CONFIG', 'smollm2_path', 'HFChatModel',
+__all__ = ['SMOLLM2_GGUF', 'CONSTRAINED_PROMPT', 'DECODE_OPTIONS', 'PLAIN_GENERATION_CONFIG', 'smollm2_path', 'HFChatModel',
            'PrefixStore', 'BufferedLayer', 'stacked_cache']
 
 # %% ../nbs/02c_models_hf.ipynb #c1a1e27b
@@ -204,11 +204,10 @@ def _lockstep(self: HFChatModel, rows: list[list[int]], **kw):
     """`model.generate(**kw)` of the prompts `rows` (token ids) in one batch: each prompt but its last token is
     prefilled alone (`_prefill`), the caches are stacked left-padded (padded positions masked) in buffers with room
     for the reply (`stacked_cache`), and `generate` reads the last tokens and decodes every row in lock-step (greedy
-    decoding goes through `_greedy` instead, the same tokens, each row leaving the batch when it ends). Returns the
-    new tokens, shape `(len(rows), steps)`, a row
-    padded with `pad_token_id` after it ends. A prompt under 2 tokens, or a model with other than full attention in
-    every layer (a sliding window keeps no whole cache to stack), sends the batch through `generate` alone,
-    left-padded."""
+    decoding and plain sampling go through `_decode` instead, the same tokens, each row leaving the batch when it
+    ends). Returns the new tokens, shape `(len(rows), steps)`, a row padded with `pad_token_id` after it ends. A
+    prompt under 2 tokens, or a model with other than full attention in every layer (a sliding window keeps no whole
+    cache to stack), sends the batch through `generate` alone, left-padded."""
     import torch
     T, pad = max(map(len, rows)), self.tok.pad_token_id
     ids, mask = torch.full((len(rows), T), pad), torch.zeros((len(rows), T), dtype=torch.long)
@@ -223,50 +222,68 @@ def _lockstep(self: HFChatModel, rows: list[list[int]], **kw):
         kw.update(use_cache=True, cache_implementation=None); del kvs     # a checkpoint's own cache setting yields
     self.prefix.computed += len(rows) if "cache" in kw else sum(map(len, rows))       # what `generate` reads
     with torch.inference_mode():
-        if "cache" in kw and self._plain_greedy(kw): return self._greedy(ids, mask, **kw)
+        if "cache" in kw and self._plain(kw): return self._decode(ids, mask, **kw)
         gen = self.model.generate(input_ids=ids, attention_mask=mask, pad_token_id=pad, **kw)
     return gen[:, T:]
 
 # %% ../nbs/02c_models_hf.ipynb #e99e7d1e
-GREEDY_OPTIONS = {"max_new_tokens", "min_new_tokens", "do_sample", "temperature", "top_p", "top_k",
+DECODE_OPTIONS = {"max_new_tokens", "min_new_tokens", "do_sample", "temperature", "top_p", "top_k",
                   "logits_processor", "stopping_criteria", "cache", "use_cache", "cache_implementation"}
 PLAIN_GENERATION_CONFIG = {"bos_token_id", "eos_token_id", "pad_token_id", "use_cache", "transformers_version",
                            "_from_model_config", "output_attentions", "output_hidden_states", "max_length",
                            "max_new_tokens", "do_sample", "temperature", "top_p", "top_k"}
 
 @patch
-def _plain_greedy(self: HFChatModel, kw: dict) -> bool:
-    """Whether `generate(**kw)` is plain greedy decoding that `_greedy` does alike: only the options it knows, no
-    sampling, and nothing in the model's generation config that adds a logits processor (a repetition penalty, a
-    minimum length, suppressed tokens...)."""
-    gc = self.model.generation_config
-    return (set(kw) <= GREEDY_OPTIONS and "max_new_tokens" in kw and not kw.get("do_sample", gc.do_sample)
-            and set(gc.to_diff_dict()) <= PLAIN_GENERATION_CONFIG)
+def _plain(self: HFChatModel, kw: dict) -> bool:
+    """Whether `generate(**kw)` is greedy decoding or plain sampling (temperature, top-k, top-p) that `_decode` does
+    alike: only the options it knows, and nothing in the model's generation config that adds a logits processor (a
+    repetition penalty, a minimum length, suppressed tokens...)."""
+    return (set(kw) <= DECODE_OPTIONS and "max_new_tokens" in kw
+            and set(self.model.generation_config.to_diff_dict()) <= PLAIN_GENERATION_CONFIG)
 
 @patch
-def _greedy(self: HFChatModel, ids, mask, cache, max_new_tokens: int, min_new_tokens: int = 0,
-            logits_processor=None, stopping_criteria=None, **_):
-    """Greedy lock-step decoding of the left-padded prompts `ids` (shape `(B, T)`, `mask` 1 on the real tokens) whose
-    first `T - 1` positions are in `cache` (`stacked_cache`), as `generate` decodes them, each row leaving the batch
-    when it ends (an end-of-sequence token of the generation config, `stopping_criteria`); rows stay when a logits
-    processor cannot drop rows (`keep_rows`). Returns the new tokens, shape `(B, steps)`, `pad_token_id` after a
-    row's end, as `generate` returns them."""
+def _warpers(self: HFChatModel, **sampling) -> list:
+    """The logits warpers `generate(do_sample=True, **sampling)` applies after the logits processors (temperature,
+    top-k, top-p, with transformers' defaults for the options not given: top-k 50), built by transformers itself so
+    that `_decode` samples from the same distribution; `[]` for greedy decoding."""
+    if not sampling.get("do_sample"): return []
+    gc, _ = self.model._prepare_generation_config(None, **sampling)
+    return list(self.model._get_logits_processor(generation_config=gc, device=self.model.device))
+
+@patch
+def _decode(self: HFChatModel, ids, mask, cache, max_new_tokens: int, min_new_tokens: int = 0,
+            logits_processor=None, stopping_criteria=None, do_sample: bool = False, **sampling):
+    """Lock-step decoding of the left-padded prompts `ids` (shape `(B, T)`, `mask` 1 on the real tokens) whose first
+    `T - 1` positions are in `cache` (`stacked_cache`), as `generate` decodes them, greedy or sampled (`do_sample`,
+    with `sampling`'s temperature, top-k and top-p: `_warpers`), each row leaving the batch when it ends (an
+    end-of-sequence token of the generation config, `stopping_criteria`); rows stay when a logits processor cannot
+    drop rows (it has no `keep_rows` and is not one of the row-wise warpers). Sampling draws what `torch.multinomial`
+    draws in `generate`, one exponential variate per row and vocabulary entry of the whole batch every step (the
+    token is the argmax of probability over variate), so a row's tokens do not depend on the rows that left. Returns
+    the new tokens, shape `(B, steps)`, `pad_token_id` after a row's end, as `generate` returns them."""
     import torch
+    from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
     eos = self.model.generation_config.eos_token_id                  # none, one id or several
     eos = torch.tensor([] if eos is None else [eos] if isinstance(eos, int) else list(eos), dtype=torch.long,
                        device=ids.device)
-    procs = list(logits_processor or [])
-    drop = all(hasattr(p, "keep_rows") for p in procs)
-    out = torch.full((len(ids), max_new_tokens), self.tok.pad_token_id, dtype=torch.long, device=ids.device)
-    rows, tok, seen = torch.arange(len(ids), device=ids.device), ids[:, -1:], ids    # seen: prompt and reply so far
-    live = torch.ones(len(ids), dtype=torch.bool, device=ids.device)
+    procs = list(logits_processor or []) + self._warpers(do_sample=do_sample, **sampling)
+    row_wise = (TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)
+    drop = all(hasattr(p, "keep_rows") or type(p) in row_wise for p in procs)
+    B = len(ids)
+    out = torch.full((B, max_new_tokens), self.tok.pad_token_id, dtype=torch.long, device=ids.device)
+    rows, tok, seen = torch.arange(B, device=ids.device), ids[:, -1:], ids    # seen: prompt and reply so far
+    live = torch.ones(B, dtype=torch.bool, device=ids.device)
     for step in range(max_new_tokens):
         pos = mask.sum(1, keepdim=True) - 1
         logits = self.model(input_ids=tok, attention_mask=mask, position_ids=pos, cache=cache,
                             logits_to_keep=1).logits[:, -1].to(copy=True, dtype=torch.float32)
         if step < min_new_tokens: logits[:, eos] = -float("inf")
         for p in procs: logits = p(seen, logits)
-        nxt = torch.where(live, logits.argmax(-1), self.tok.pad_token_id)
+        if do_sample:                               # torch.multinomial(probs, 1) of the whole batch, row by row
+            draw = torch.empty((B, logits.shape[-1]), dtype=logits.dtype, device=ids.device).exponential_(1)
+            pick = (logits.softmax(-1) / draw[rows]).argmax(-1)
+        else: pick = logits.argmax(-1)
+        nxt = torch.where(live, pick, self.tok.pad_token_id)
         out[rows, step], seen = nxt, torch.cat([seen, nxt[:, None]], 1)
         live = live & ~torch.isin(nxt, eos)
         if stopping_criteria is not None: live = live & ~stopping_criteria(seen, logits)
@@ -274,7 +291,8 @@ def _greedy(self: HFChatModel, ids, mask, cache, max_new_tokens: int, min_new_to
         if drop and not live.all():                                  # the ended rows leave the batch
             keep = live.nonzero()[:, 0]
             cache.batch_select_indices(keep)
-            for p in procs: p.keep_rows(keep.tolist())
+            for p in procs:
+                if hasattr(p, "keep_rows"): p.keep_rows(keep.tolist())
             rows, nxt, mask, seen, live = rows[keep], nxt[keep], mask[keep], seen[keep], live[keep]
         tok, mask = nxt[:, None], torch.cat([mask, mask.new_ones((len(mask), 1))], 1)
     return out

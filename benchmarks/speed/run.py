@@ -47,6 +47,7 @@ BENCHMARKS = {
                          "--out", f"{R}/floor-batch.md"], False),
     "floor_ct2": ({}, [f"{S}/bench_floor.py", "--questions", "4", "--llm", "smollm2-135m@ct2",
                        "--out", f"{R}/floor-ct2.md"], False),
+    "decode_step": ({}, [f"{S}/bench_decode_step.py", "--out", f"{R}/decode-step.md"], False),
     "index_floor": ({}, [f"{S}/bench_index_floor.py", "--corpus-order", "--out", f"{R}/index_floor.md"], False),
     "schema": ({}, [f"{S}/bench_schema.py", "--steps", "200", "--batch", "4", "--out", f"{R}/schema.md"], False),
     "engine": ({}, [f"{S}/bench_engine.py", "--questions", "4", "--batch", "4", "--threads", "2", "--repeats", "1",

@@ -1,0 +1,154 @@
+"""Where one decoding step of the transformers backend goes, beside the floors of that step on this machine.
+
+    python benchmarks/speed/bench_decode_step.py [--batches 1,8] [--contexts 200,2400] [--precisions fp32,bf16]
+        [--threads 2] [--steps 10] [--out benchmarks/results/decode-step.md]
+
+For each precision, batch B and context T: SmolLM2-135M decodes `--steps` timed steps (after 3 untimed) of B rows
+whose key/value cache holds T positions, in the kit's lock-step buffers (`stacked_cache`), half the rows left-padded
+over the first half of the context as in a batch of prompts of unequal length (the attention reads the padded
+positions too); `torch.profiler` then splits 5 more steps into matrix products (`aten::mm`, `aten::addmm`),
+attention (`scaled_dot_product_attention`'s kernel) and the rest (norms, rotary embedding, activation, Python).
+Printed beside each: the step's compute floor (B x 2N FLOP at the measured peak of that precision), the read of
+the weights (N x bytes per weight, at the measured read rate) and of the key/value cache (B x T x layers x 2 x
+kv heads x head size x bytes, at the same rate); the product rate is also given in GB/s of weights read. Then the
+matrix product of one layer's largest weight (1536 x 576) at M = 1, 2, 4, 8, 16, 32 rows: its microseconds and
+weight read rate. Nothing here asserts a time; the UTC time and load average of every measurement are printed."""
+import argparse, os, sys, time
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_floor import peak_flops, read_rate  # noqa: E402  the machine measured as the floor benchmark measures it
+
+LINES: list[str] = []
+
+
+def say(s=""):
+    print(s, flush=True); LINES.append(s)
+
+
+def now(): return f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
+
+
+def load(): return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def step_split(llm, B: int, T: int, steps: int) -> dict:
+    "Seconds of one decoding step (mean of `steps`) and the profiler's split of 5 more into products/attention/rest."
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    from megrag_kit.models_hf import stacked_cache
+    m, cfg, dt = llm.model, llm.model.config, llm.model.dtype
+    kvh, hd = cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads
+    g = torch.Generator().manual_seed(0)
+    kvs = [[(torch.randn(1, kvh, T, hd, generator=g, dtype=dt), torch.randn(1, kvh, T, hd, generator=g, dtype=dt))
+            for _ in range(cfg.num_hidden_layers)] for _ in range(B)]
+    cache = stacked_cache(kvs, T, steps + 16)
+    mask = torch.ones(B, T + 1, dtype=torch.long); mask[: B // 2, : T // 2] = 0       # half the rows padded
+    tok = torch.randint(0, 1000, (B, 1), generator=g)
+    state = {"mask": mask}
+
+    def step():
+        mk = state["mask"]
+        with torch.inference_mode():
+            m(input_ids=tok, attention_mask=mk, position_ids=mk.sum(1, keepdim=True) - 1, cache=cache, logits_to_keep=1)
+        state["mask"] = torch.cat([mk, mk.new_ones((B, 1))], 1)
+    for _ in range(3): step()
+    t = time.perf_counter()
+    for _ in range(steps): step()
+    s = (time.perf_counter() - t) / steps
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        t = time.perf_counter()
+        for _ in range(5): step()
+        wall = (time.perf_counter() - t) / 5
+    mm = attn = 0.0
+    for e in prof.key_averages():
+        if e.key in ("aten::mm", "aten::addmm", "aten::bmm"): mm += e.self_cpu_time_total / 1e6 / 5
+        if "scaled_dot_product" in e.key and "attention" in e.key and "for_cpu" in e.key:
+            attn += e.self_cpu_time_total / 1e6 / 5
+    return dict(s=s, mm=mm * s / wall, attn=attn * s / wall)           # the split scaled to the unprofiled step
+
+
+def product_rates(dtype, reps: int = 200) -> list[tuple]:
+    "`(M, microseconds, GB/s of weight read)` of `x @ W.T` for a 1536 x 576 weight, cycling 60 weights (no cache)."
+    import torch
+    import torch.nn.functional as F
+    ws = [torch.randn(1536, 576, dtype=dtype) for _ in range(60)]
+    out = []
+    for M in (1, 2, 4, 8, 16, 32):
+        x, k = torch.randn(M, 576, dtype=dtype), [0]
+
+        def f():
+            k[0] = (k[0] + 1) % 60; return F.linear(x, ws[k[0]])
+        for _ in range(10): f()
+        t = time.perf_counter()
+        for _ in range(reps): f()
+        us = (time.perf_counter() - t) / reps * 1e6
+        out.append((M, us, ws[0].numel() * ws[0].element_size() / us / 1e3))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--batches", default="1,8"); ap.add_argument("--contexts", default="200,2400")
+    ap.add_argument("--precisions", default="fp32,bf16"); ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=10); ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    from megrag_kit.core import set_threads
+    set_threads(a.threads)
+    import torch
+    from megrag_kit.models import load_llm
+    say(f"started {now()}; load average {load()}; threads {a.threads}, cores {os.cpu_count()}; torch "
+        f"{torch.__version__}; SmolLM2-135M (smollm2-135m), half the rows of a batch left-padded over half the "
+        f"context")
+    say()
+    peaks = {"fp32": peak_flops(torch.float32), "bf16": peak_flops(torch.bfloat16)}
+    rate = read_rate()
+    say(f"machine: fp32 peak {peaks['fp32'] / 1e9:.1f} GFLOP/s, bf16 peak {peaks['bf16'] / 1e9:.1f} GFLOP/s, memory "
+        f"read {rate / 1e9:.1f} GB/s (load {load()})")
+    say()
+    rows = []
+    for prec in a.precisions.split(","):
+        llm = load_llm("smollm2-135m" if prec == "fp32" else f"smollm2-135m@{prec}", "cpu", cache=False)
+        cfg = llm.model.config
+        N = sum(p.numel() for p in llm.model.parameters())
+        wb = llm.model.dtype.itemsize
+        head = cfg.hidden_size // cfg.num_attention_heads
+        kv_token = cfg.num_hidden_layers * 2 * cfg.num_key_value_heads * head * wb      # bytes of one cached position
+        for B in map(int, a.batches.split(",")):
+            for T in map(int, a.contexts.split(",")):
+                r = step_split(llm, B, T, a.steps)
+                kv_read = B * (T + a.steps) * kv_token / rate
+                r.update(prec=prec, B=B, T=T, compute=B * 2 * N / peaks[prec], weights=N * wb / rate, kv=kv_read,
+                         load=load(), at=now())
+                rows.append(r)
+                say(f"{prec} B={B:>2} T={T:>5}: {r['s'] * 1e3:7.1f} ms/step (products {r['mm'] * 1e3:6.1f}, attention "
+                    f"{r['attn'] * 1e3:6.1f}, rest {(r['s'] - r['mm'] - r['attn']) * 1e3:6.1f}); floors: compute "
+                    f"{r['compute'] * 1e3:5.1f} ms, weights read {r['weights'] * 1e3:5.1f} ms, cache read "
+                    f"{kv_read * 1e3:5.1f} ms; products read the weights at {N * wb / r['mm'] / 1e9:.1f} GB/s "
+                    f"(load {r['load']})")
+        del llm
+    say()
+    say("| precision | batch | context | ms/step | products | attention | rest | compute floor | weights read "
+        "| cache read | products' weight GB/s | load avg | measured |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        say(f"| {r['prec']} | {r['B']} | {r['T']} | {r['s'] * 1e3:.1f} | {r['mm'] * 1e3:.1f} | {r['attn'] * 1e3:.1f} | "
+            f"{(r['s'] - r['mm'] - r['attn']) * 1e3:.1f} | {r['compute'] * 1e3:.1f} | {r['weights'] * 1e3:.1f} | "
+            f"{r['kv'] * 1e3:.1f} | {(r['weights'] * rate) / r['mm'] / 1e9:.1f} | {r['load']} | {r['at']} |")
+    say()
+    say("One layer's largest product, x [M x 576] @ W.T [576 x 1536], 60 weights in turn (none stays in cache):")
+    say()
+    say("| precision | M | microseconds | weight read GB/s |")
+    say("|---|---|---|---|")
+    for prec in a.precisions.split(","):
+        for M, us, gbs in product_rates(torch.float32 if prec == "fp32" else torch.bfloat16):
+            say(f"| {prec} | {M} | {us:.0f} | {gbs:.1f} |")
+    say()
+    say(f"last written {now()}; load average {load()}")
+    if a.out:
+        cmd = "python benchmarks/speed/run.py decode_step"
+        Path(a.out).write_text(f"`{cmd}`\n\n# One decoding step beside its floors\n\n" + "\n".join(LINES) + "\n")
+
+
+if __name__ == "__main__": main()
