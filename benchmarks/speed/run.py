@@ -45,6 +45,8 @@ BENCHMARKS = {
     "floor": ({}, [f"{S}/bench_floor.py", "--questions", "4", "--out", f"{R}/floor.md"], False),
     "floor_batch": ({}, [f"{S}/bench_floor.py", "--questions", "8", "--batch", "1,8",
                          "--out", f"{R}/floor-batch.md"], False),
+    "floor_batch16": ({}, [f"{S}/bench_floor.py", "--questions", "16", "--batch", "16",
+                           "--out", f"{R}/floor-batch16.md"], False),
     "floor_ct2": ({}, [f"{S}/bench_floor.py", "--questions", "4", "--llm", "smollm2-135m@ct2",
                        "--out", f"{R}/floor-ct2.md"], False),
     "decode_step": ({}, [f"{S}/bench_decode_step.py", "--out", f"{R}/decode-step.md"], False),
