@@ -250,6 +250,7 @@ def _warpers(self: HFChatModel, **sampling) -> list:
     gc, _ = self.model._prepare_generation_config(None, **sampling)
     return list(self.model._get_logits_processor(generation_config=gc, device=self.model.device))
 
+# %% ../nbs/02c_models_hf.ipynb #222c3999
 @patch
 def _decode(self: HFChatModel, ids, mask, cache, max_new_tokens: int, min_new_tokens: int = 0,
             logits_processor=None, stopping_criteria=None, do_sample: bool = False, **sampling):
