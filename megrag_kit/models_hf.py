@@ -260,7 +260,8 @@ def _decode(self: HFChatModel, ids, mask, cache, max_new_tokens: int, min_new_to
     end-of-sequence token of the generation config, `stopping_criteria`); rows stay when a logits processor cannot
     drop rows (it has no `keep_rows` and is not one of the row-wise warpers). Sampling draws what `torch.multinomial`
     draws in `generate`, one exponential variate per row and vocabulary entry of the whole batch every step (the
-    token is the argmax of probability over variate), so a row's tokens do not depend on the rows that left. Returns
+    token is the argmax of probability over variate), so a row's tokens do not depend on the rows that left; a live
+    row with no token left to sample (every logit masked) raises `RuntimeError`, as `torch.multinomial` does. Returns
     the new tokens, shape `(B, steps)`, `pad_token_id` after a row's end, as `generate` returns them."""
     import torch
     from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
@@ -282,7 +283,10 @@ def _decode(self: HFChatModel, ids, mask, cache, max_new_tokens: int, min_new_to
         for p in procs: logits = p(seen, logits)
         if do_sample:                               # torch.multinomial(probs, 1) of the whole batch, row by row
             draw = torch.empty((B, logits.shape[-1]), dtype=logits.dtype, device=ids.device).exponential_(1)
-            pick = (logits.softmax(-1) / draw[rows]).argmax(-1)
+            probs = logits.softmax(-1)
+            if not (probs >= 0).all():                   # NaN: every token masked; `multinomial` refuses it too
+                raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+            pick = (probs / draw[rows]).argmax(-1)
         else: pick = logits.argmax(-1)
         nxt = torch.where(live, pick, self.tok.pad_token_id)
         out[rows, step], seen = nxt, torch.cat([seen, nxt[:, None]], 1)
