@@ -253,18 +253,20 @@ def _warpers(self: HFChatModel, **sampling) -> list:
 # %% ../nbs/02c_models_hf.ipynb #222c3999
 @patch
 def _decode(self: HFChatModel, ids, mask, cache, max_new_tokens: int, min_new_tokens: int = 0,
-            logits_processor=None, stopping_criteria=None, do_sample: bool = False, **sampling):
+            logits_processor=None, stopping_criteria=None, do_sample: bool | None = None, **sampling):
     """Lock-step decoding of the left-padded prompts `ids` (shape `(B, T)`, `mask` 1 on the real tokens) whose first
     `T - 1` positions are in `cache` (`stacked_cache`), as `generate` decodes them, greedy or sampled (`do_sample`,
-    with `sampling`'s temperature, top-k and top-p: `_warpers`), each row leaving the batch when it ends (an
-    end-of-sequence token of the generation config, `stopping_criteria`); rows stay when a logits processor cannot
-    drop rows (it has no `keep_rows` and is not one of the row-wise warpers). Sampling draws what `torch.multinomial`
-    draws in `generate`, one exponential variate per row and vocabulary entry of the whole batch every step (the
-    token is the argmax of probability over variate), so a row's tokens do not depend on the rows that left; a live
-    row with no token left to sample (every logit masked) raises `RuntimeError`, as `torch.multinomial` does. Returns
-    the new tokens, shape `(B, steps)`, `pad_token_id` after a row's end, as `generate` returns them."""
+    by default the generation config's, with `sampling`'s temperature, top-k and top-p: `_warpers`), each row
+    leaving the batch when it ends (an end-of-sequence token of the generation config, `stopping_criteria`); rows
+    stay when a logits processor cannot drop rows (it has no `keep_rows` and is not one of the row-wise warpers).
+    Sampling draws what `torch.multinomial` draws in `generate`, one exponential variate per row and vocabulary
+    entry of the whole batch every step (the token is the argmax of probability over variate), so a row's tokens do
+    not depend on the rows that left; a live row with no token left to sample (every logit masked) raises
+    `RuntimeError`, as `torch.multinomial` does. Returns the new tokens, shape `(B, steps)`, `pad_token_id` after a
+    row's end, as `generate` returns them."""
     import torch
     from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+    if do_sample is None: do_sample = bool(self.model.generation_config.do_sample)     # as `generate` decides
     eos = self.model.generation_config.eos_token_id                  # none, one id or several
     eos = torch.tensor([] if eos is None else [eos] if isinstance(eos, int) else list(eos), dtype=torch.long,
                        device=ids.device)
