@@ -14,23 +14,11 @@ kv heads x head size x bytes, at the same rate); the product rate is also given 
 matrix product of one layer's largest weight (1536 x 576) at M = 1, 2, 4, 8, 16, 32 rows: its microseconds and
 weight read rate. Nothing here asserts a time; the UTC time and load average of every measurement are printed."""
 import argparse, os, sys, time
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_floor import peak_flops, read_rate  # noqa: E402  the machine measured as the floor benchmark measures it
-
-LINES: list[str] = []
-
-
-def say(s=""):
-    print(s, flush=True); LINES.append(s)
-
-
-def now(): return f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC"
-
-
-def load(): return "/".join(f"{x:.2f}" for x in os.getloadavg())
+# the machine measured, and the lines printed, as the floor benchmark measures and prints them
+from bench_floor import LINES, load, now, peak_flops, read_rate, say  # noqa: E402
 
 
 def step_split(llm, B: int, T: int, steps: int) -> dict:
