@@ -14,7 +14,7 @@ from .models_schema import SchemaIndexes
 
 # %% auto #0
 __all__ = ['SMOLLM2_GGUF', 'CONSTRAINED_PROMPT', 'DECODE_OPTIONS', 'PLAIN_GENERATION_CONFIG', 'smollm2_path', 'HFChatModel',
-           'PrefixStore', 'BufferedLayer', 'stacked_cache']
+           'PrefixStore', 'BufferedLayer', 'stacked_cache', 'LlamaStep']
 
 # %% ../nbs/02c_models_hf.ipynb #c1a1e27b
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -54,9 +54,11 @@ class HFChatModel(ChatModel):
     constrained_prompt=...)` with `name` defaulting to `hf:<folder name>`, so two checkpoints in folders of the same
     name never share cached calls (`constrained_prompt` names how schema-constrained calls see the prompt:
     `CONSTRAINED_PROMPT`). Generation is greedy unless `temperature > 0`. A batch is prefilled one prompt at a time
-    and decoded in lock-step; `prefix_tokens` is the capacity of its `PrefixStore` (prefix caching; 0: off). Prompts
+    and decoded in lock-step, a plain Llama in fp32 on the CPU step by step through `LlamaStep` (unless `llama_step`
+    is set False); `prefix_tokens` is the capacity of its `PrefixStore` (prefix caching; 0: off). Prompts
     under different JSON schemas decode in one batch, each row under its own (`mixed_schemas`)."""
     mixed_schemas = True
+    llama_step = True                          # decode a fitting Llama through `LlamaStep` (False: its module tree)
     def __init__(self, path, device: str = "auto", batch_size: int = 8, model_id: str | None = None, cache=True,
                  dtype=None, think_tokens: int = 0, prefix_tokens: int = 16384):
         super().__init__(cache, think_tokens)
@@ -250,6 +252,88 @@ def _warpers(self: HFChatModel, **sampling) -> list:
     gc, _ = self.model._prepare_generation_config(None, **sampling)
     return list(self.model._get_logits_processor(generation_config=gc, device=self.model.device))
 
+# %% ../nbs/02c_models_hf.ipynb #f09f2ca7
+class LlamaStep:
+    """One decoding step of a Llama-architecture transformers model `model` (CPU, fp32; `LlamaStep.fits`) from its
+    own weights and functions without its module tree: `step(tok, mask, pos, cache)` takes the last tokens `tok`
+    `(B, 1)`, the attention mask `mask` `(B, T)` (1 on real tokens, left padding 0), the positions `pos` `(B, 1)`
+    and the cache holding the first `T - 1` positions (`stacked_cache`, updated in place), and returns the next
+    token's logits, float32 `(B, vocabulary)`. At `B <= 2` the products are the modules' `F.linear`, bit for bit
+    the model's forward; at 3 to `max(ROWS)` rows the query/key/value and gate/up projections are fused and every
+    product runs MKL's kernel packed for 8 or 16 rows, the rows zero-padded to that count (packed weights are built
+    on first use of a row count: about one fp32 copy of the weights each). More rows: the modules' products."""
+    ROWS = (8, 16)
+    def __init__(self, model):
+        import torch
+        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb, eager_attention_forward
+        self.m, self.packed, self.rotary = model, {}, apply_rotary_pos_emb
+        self.layers = model.model.layers[:model.config.num_hidden_layers]
+        self.fused = [(torch.cat([l.self_attn.q_proj.weight, l.self_attn.k_proj.weight, l.self_attn.v_proj.weight]),
+                       l.self_attn.o_proj.weight, torch.cat([l.mlp.gate_proj.weight, l.mlp.up_proj.weight]),
+                       l.mlp.down_proj.weight) for l in self.layers]
+        self.attend = ALL_ATTENTION_FUNCTIONS.get_interface(model.config._attn_implementation, eager_attention_forward)
+
+    @staticmethod
+    def fits(model) -> bool:
+        "Whether `model` is a plain Llama on the CPU in fp32 that `LlamaStep` computes as its forward does."
+        import torch
+        c = model.config
+        return (type(model).__name__ == "LlamaForCausalLM" and model.device.type == "cpu"
+                and model.dtype == torch.float32 and torch.backends.mkl.is_available()
+                and c.hidden_act == "silu" and not c.attention_bias and not c.mlp_bias
+                and getattr(c, "pretraining_tp", 1) == 1 and model.lm_head.bias is None
+                and set(getattr(c, "layer_types", None) or ["full_attention"]) == {"full_attention"})
+
+    def _pack(self, n: int) -> list:
+        "The weights packed for products of exactly `n` rows: per layer `(qkv, o, gate_up, down)`, then the LM head."
+        import torch
+        if n not in self.packed:
+            pk = lambda w: torch.ops.mkl._mkl_reorder_linear_weight(w, n)
+            self.packed[n] = [tuple(map(pk, f)) for f in self.fused] + [pk(self.m.lm_head.weight)]
+        return self.packed[n]
+
+# %% ../nbs/02c_models_hf.ipynb #6c62d00b
+@patch
+def __call__(self: LlamaStep, tok, mask, pos, cache):
+    import torch, torch.nn.functional as F
+    from transformers.masking_utils import create_causal_mask
+    B, m = len(tok), self.m
+    n = next((r for r in self.ROWS if 3 <= B <= r), None)       # the packed row count, or None: the modules' products
+    P = self._pack(n) if n else [(None,) * 4] * len(self.layers) + [None]
+    def lin(x, w, p):                                            # x @ w.T, by w packed as p for n rows when n is set
+        if n is None: return F.linear(x, w)
+        return torch.ops.mkl._mkl_linear(F.pad(x.reshape(B, -1), (0, 0, 0, n - B)), p, w, None, n)[:B, None]
+    x = m.model.embed_tokens(tok)
+    causal = create_causal_mask(config=m.config, inputs_embeds=x, attention_mask=mask, cache=cache, position_ids=pos)
+    cos, sin = m.model.rotary_emb(x, position_ids=pos)
+    for l, (wqkv, wo, wgu, wd), (pqkv, po, pgu, pd) in zip(self.layers, self.fused, P):
+        a, h = l.self_attn, l.input_layernorm.forward(x)
+        if n: q, k, v = lin(h, wqkv, pqkv).split([a.q_proj.out_features, a.k_proj.out_features,
+                                                   a.v_proj.out_features], -1)
+        else: q, k, v = (F.linear(h, p.weight) for p in (a.q_proj, a.k_proj, a.v_proj))
+        q, k, v = (t.view(B, 1, -1, a.head_dim).transpose(1, 2) for t in (q, k, v))
+        q, k = self.rotary(q, k, cos, sin)
+        k, v = cache.layers[a.layer_idx].update(k, v)
+        o, _ = self.attend(a, q, k, v, causal, dropout=0.0, scaling=a.scaling)
+        x = x + lin(o.reshape(B, 1, -1).contiguous(), wo, po)
+        h = l.post_attention_layernorm.forward(x)
+        if n: g, u = lin(h, wgu, pgu).chunk(2, -1)
+        else: g, u = F.linear(h, l.mlp.gate_proj.weight), F.linear(h, l.mlp.up_proj.weight)
+        x = x + lin(l.mlp.act_fn(g) * u, wd, pd)
+    return lin(m.model.norm.forward(x), m.lm_head.weight, P[-1])[:, -1].to(copy=True, dtype=torch.float32)
+
+@patch
+def _step(self: HFChatModel):
+    """The decoding step `_decode` runs, `(tok, mask, pos, cache) -> logits` (float32, `(B, vocabulary)`):
+    `LlamaStep` of the model when it fits and `self.llama_step` is set (the default), else the model's forward."""
+    import torch
+    if getattr(self, "_steps", (None,))[0] is not self.model:   # the model can be replaced (a LoRA merged into it)
+        self._steps = (self.model, LlamaStep(self.model) if LlamaStep.fits(self.model) else None)
+    if self.llama_step and self._steps[1]: return self._steps[1]
+    return lambda tok, mask, pos, cache: self.model(input_ids=tok, attention_mask=mask, position_ids=pos, cache=cache,
+                                                    logits_to_keep=1).logits[:, -1].to(copy=True, dtype=torch.float32)
+
 # %% ../nbs/02c_models_hf.ipynb #222c3999
 @patch
 def _decode(self: HFChatModel, ids, mask, cache, max_new_tokens: int, min_new_tokens: int = 0,
@@ -273,14 +357,13 @@ def _decode(self: HFChatModel, ids, mask, cache, max_new_tokens: int, min_new_to
     procs = list(logits_processor or []) + self._warpers(do_sample=do_sample, **sampling)
     row_wise = (TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)
     drop = all(hasattr(p, "keep_rows") or type(p) in row_wise for p in procs)
-    B = len(ids)
+    B, forward = len(ids), self._step()
     out = torch.full((B, max_new_tokens), self.tok.pad_token_id, dtype=torch.long, device=ids.device)
     rows, tok, seen = torch.arange(B, device=ids.device), ids[:, -1:], ids    # seen: prompt and reply so far
     live = torch.ones(B, dtype=torch.bool, device=ids.device)
     for step in range(max_new_tokens):
         pos = mask.sum(1, keepdim=True) - 1
-        logits = self.model(input_ids=tok, attention_mask=mask, position_ids=pos, cache=cache,
-                            logits_to_keep=1).logits[:, -1].to(copy=True, dtype=torch.float32)
+        logits = forward(tok, mask, pos, cache)
         if step < min_new_tokens: logits[:, eos] = -float("inf")
         for p in procs: logits = p(seen, logits)
         if do_sample:                               # torch.multinomial(probs, 1) of the whole batch, row by row
