@@ -5,7 +5,6 @@
 # %% ../nbs/08_baselines.ipynb #8e12f296
 from __future__ import annotations
 from dataclasses import dataclass
-from .models import Cost
 from .method import Answer, Method, ReaderOptions, param, register
 
 # %% auto #0

@@ -4,8 +4,8 @@
 
 # %% ../nbs/29_kg.ipynb #cb1d5774
 from __future__ import annotations
-import json, math, pickle, re, time
-from dataclasses import dataclass, field
+import math, pickle, re
+from dataclasses import dataclass
 from pathlib import Path
 import numpy as np
 from fastcore.basics import patch

@@ -4,19 +4,16 @@
 
 # %% ../nbs/10_megrag.ipynb #fe9da31c
 from __future__ import annotations
-import json, random, re
 from collections import Counter
-from dataclasses import dataclass, field, asdict, fields as dc_fields
+from dataclasses import dataclass, fields as dc_fields
 from functools import cached_property
-from pathlib import Path
 from typing import Literal
-from .core import Question, stable_hash, unit_id, unit_pid
+from .core import Question, unit_pid
 from .models import Cost, Generation, StructuredOutputError, parse_json, parse_structured, structured
 from fastcore.basics import patch
 from .index import EvidenceStore
 from .reader import extract_answer, answer_options
-from .metrics import normalize_answer
-from .gold import GoldHop, gold_hops, fill_hop
+from .gold import GoldHop, gold_hops
 from .method import (Answer, ConfigError, Method, ReaderOptions, apply_variant, param, register,
                                view_node)
 

@@ -258,11 +258,12 @@ class LlamaStep:
     own weights and functions without its module tree: `step(tok, mask, pos, cache)` takes the last tokens `tok`
     `(B, 1)`, the attention mask `mask` `(B, T)` (1 on real tokens, left padding 0), the positions `pos` `(B, 1)`
     and the cache holding the first `T - 1` positions (`stacked_cache`, updated in place), and returns the next
-    token's logits, float32 `(B, vocabulary)`. At `B <= 2` the products are the modules' `F.linear`, bit for bit
-    the model's forward; at 3 to `max(ROWS)` rows the query/key/value and gate/up projections are fused and every
-    product runs MKL's kernel packed for 8 or 16 rows, the rows zero-padded to that count (packed weights are built
-    on first use of a row count: about one fp32 copy of the weights each). More rows: the modules' products."""
-    ROWS = (8, 16)
+    token's logits, float32 `(B, vocabulary)`. Under `MIN_ROWS` (4) rows the products are the modules' `F.linear`,
+    bit for bit the model's forward; at 4 to `max(ROWS)` rows the query/key/value and gate/up projections are fused
+    and every product runs MKL's kernel packed for 8 or 16 rows, the rows zero-padded to that count (packed weights
+    are built on first use of a row count: about one fp32 copy of the weights each). More rows: the modules'
+    products."""
+    ROWS, MIN_ROWS = (8, 16), 4
     def __init__(self, model):
         import torch
         from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
@@ -299,7 +300,7 @@ def __call__(self: LlamaStep, tok, mask, pos, cache):
     import torch, torch.nn.functional as F
     from transformers.masking_utils import create_causal_mask
     B, m = len(tok), self.m
-    n = next((r for r in self.ROWS if 3 <= B <= r), None)       # the packed row count, or None: the modules' products
+    n = next((r for r in self.ROWS if self.MIN_ROWS <= B <= r), None)   # packed row count; None: modules' products
     P = self._pack(n) if n else [(None,) * 4] * len(self.layers) + [None]
     def lin(x, w, p):                                            # x @ w.T, by w packed as p for n rows when n is set
         if n is None: return F.linear(x, w)

@@ -52,7 +52,7 @@ def reader_prompt(question: str, context: list[str] | None, shots: int = 0) -> l
     examples then show no context either). `ValueError` when `shots` is not in `0..len(READER_EXAMPLES)`."""
     if not 0 <= shots <= len(READER_EXAMPLES):
         raise ValueError(f"shots must be in 0..{len(READER_EXAMPLES)}, got {shots}")
-    def turn(q, ps): return (f"Context:\n" + "\n\n".join(ps) + "\n\n" if ps is not None else "") + f"Question: {q}"
+    def turn(q, ps): return ("Context:\n" + "\n\n".join(ps) + "\n\n" if ps is not None else "") + f"Question: {q}"
     msgs = [{"role": "system", "content": READER_SYSTEM}]
     for q, ps, a in READER_EXAMPLES[:shots]:
         msgs += [{"role": "user", "content": turn(q, ps if context is not None else None)},

@@ -4,7 +4,7 @@
 
 # %% ../nbs/95_reproduce.ipynb #82de7f5b
 from __future__ import annotations
-import copy, json, os, platform, re, time
+import copy, json, os, platform, time
 from datetime import datetime, timezone
 from pathlib import Path
 from .core import DataError, check_device, stable_hash, set_seed, resolve_device

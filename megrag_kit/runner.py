@@ -4,7 +4,7 @@
 
 # %% ../nbs/90_runner.ipynb #2b46ea7e
 from __future__ import annotations
-import contextlib, importlib, json, platform, subprocess, textwrap, time, warnings
+import importlib, json, platform, subprocess, textwrap, time, warnings
 from collections import Counter
 from datetime import datetime, timezone
 from importlib import metadata

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import html, json, re
 from pathlib import Path
-from .core import DataError, Passage, parse_unit_id
+from .core import DataError, parse_unit_id
 from .jsonl import predictions_file
 from .method import Method, get_method
 from .runner import read_predictions
