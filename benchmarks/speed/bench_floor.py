@@ -1,7 +1,7 @@
 """Seconds per question of each method beside this machine's floor for the same LLM work.
 
     python benchmarks/speed/bench_floor.py [--questions 4] [--methods native_rag,ircot,iter_retgen,megrag,evireform,cara]
-        [--threads 2] [--llm smollm2-135m] [--batch 1[,8]] [--out benchmarks/results/floor.md]
+        [--threads 2] [--llm smollm2-135m] [--batch 1[,8]] [--module-tree] [--out benchmarks/results/floor.md]
 
 The machine is measured first, in this process and at these threads: the peak matrix-multiply rate in fp32 and in
 bf16 (the best of several square products, FLOP/s) and the memory read rate (the best of several sums over a 1 GiB
@@ -22,7 +22,8 @@ floors: what a perfect engine of fp32 weights could do here. Printed per method:
 the floors and the ratio of s/question to each. Nothing here asserts a time; the UTC time and load average of every
 measurement are printed. With `--out F.md` the rows go to `F.jsonl` as they are measured (a killed run keeps them;
 the same command measures only the (method, batch) pairs missing, and with none missing only rewrites `F.md` from
-it, the machine measured again) and `F.md` is rewritten."""
+it, the machine measured again) and `F.md` is rewritten. `--module-tree` decodes a plain Llama through the model's
+module tree instead of the kit's `LlamaStep` (`HFChatModel.llama_step = False`), to compare the two."""
 import argparse, json, os, sys, time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -86,6 +87,8 @@ def main():
     ap.add_argument("--threads", type=int, default=None); ap.add_argument("--out", default=None)
     ap.add_argument("--llm", default="smollm2-135m")
     ap.add_argument("--batch", default="1", help="questions answered together (lock-step decoding), e.g. 1,8")
+    ap.add_argument("--module-tree", action="store_true",
+                    help="decode through the model's module tree, not the kit's LlamaStep (to compare the two)")
     a = ap.parse_args()
     batches = [int(b) for b in a.batch.split(",")]
     from megrag_kit.core import set_threads
@@ -93,9 +96,12 @@ def main():
     import tempfile, torch
     from megrag_kit.data import load_dataset
     from megrag_kit.method import Resources, build_method
+    from megrag_kit.models_hf import HFChatModel
+    HFChatModel.llama_step = not a.module_tree
     say("# Seconds per question beside this machine's floor for the same LLM work\n")
     say(f"started {now()}; load average {load()}; threads {th['threads']} ({th['source']}), cores {th['cores']}; "
-        f"torch {torch.__version__}; demo, first {a.questions} questions, batch {a.batch}, LLM {a.llm}, cache off, parser OpenIE\n")
+        f"torch {torch.__version__}; demo, first {a.questions} questions, batch {a.batch}, LLM {a.llm}, cache off, parser OpenIE"
+        f"{'; decoding through the module tree (--module-tree)' if a.module_tree else ''}\n")
     f32, bf16, bw = peak_flops(torch.float32), peak_flops(torch.bfloat16), read_rate()
     say(f"machine: fp32 peak {f32 / 1e9:.1f} GFLOP/s, bf16 peak {bf16 / 1e9:.1f} GFLOP/s, memory read "
         f"{bw / 1e9:.1f} GB/s (load {load()})\n")
