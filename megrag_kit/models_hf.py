@@ -262,7 +262,8 @@ class LlamaStep:
     bit for bit the model's forward; at 4 to `max(ROWS)` rows the query/key/value and gate/up projections are fused
     and every product runs MKL's kernel packed for 8 or 16 rows, the rows zero-padded to that count (packed weights
     are built on first use of a row count: about one fp32 copy of the weights each). More rows: the modules'
-    products."""
+    products. The fused and packed copies are taken once: weights changed in place afterwards need a new `LlamaStep`
+    (`HFChatModel._step` makes one whenever its `model` is another object)."""
     ROWS, MIN_ROWS = (8, 16), 4
     def __init__(self, model):
         import torch
