@@ -262,19 +262,22 @@ class LlamaStep:
     bit for bit the model's forward; at 4 to `max(ROWS)` rows the query/key/value and gate/up projections are fused
     and every product runs MKL's kernel packed for 8 or 16 rows, the rows zero-padded to that count (packed weights
     are built on first use of a row count: about one fp32 copy of the weights each). More rows: the modules'
-    products. The fused and packed copies are taken once: weights changed in place afterwards need a new `LlamaStep`
-    (`HFChatModel._step` makes one whenever its `model` is another object)."""
+    products. The fused and packed copies are made on the first step of 4 or more rows and kept: weights changed in
+    place afterwards need a new `LlamaStep` (`HFChatModel._step` makes one whenever its `model` is another object)."""
     ROWS, MIN_ROWS = (8, 16), 4
     def __init__(self, model):
-        import torch
+        from transformers.masking_utils import create_causal_mask
         from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
         from transformers.models.llama.modeling_llama import apply_rotary_pos_emb, eager_attention_forward
-        self.m, self.packed, self.rotary = model, {}, apply_rotary_pos_emb
+        self.m, self.fused, self.packed = model, None, {}
         self.layers = model.model.layers[:model.config.num_hidden_layers]
-        self.fused = [(torch.cat([l.self_attn.q_proj.weight, l.self_attn.k_proj.weight, l.self_attn.v_proj.weight]),
-                       l.self_attn.o_proj.weight, torch.cat([l.mlp.gate_proj.weight, l.mlp.up_proj.weight]),
-                       l.mlp.down_proj.weight) for l in self.layers]
+        self.causal_mask, self.rotary = create_causal_mask, apply_rotary_pos_emb
         self.attend = ALL_ATTENTION_FUNCTIONS.get_interface(model.config._attn_implementation, eager_attention_forward)
+
+    @classmethod
+    def rows(cls, B: int) -> int | None:
+        "The row count (8 or 16) whose packed products serve `B` live rows, or `None`: the modules' `F.linear`."
+        return next((r for r in cls.ROWS if cls.MIN_ROWS <= B <= r), None)
 
     @staticmethod
     def fits(model) -> bool:
@@ -288,28 +291,32 @@ class LlamaStep:
                 and set(getattr(c, "layer_types", None) or ["full_attention"]) == {"full_attention"})
 
     def _pack(self, n: int) -> list:
-        "The weights packed for products of exactly `n` rows: per layer `(qkv, o, gate_up, down)`, then the LM head."
+        """Per layer the weights `(qkv, o, gate_up, down)` (q/k/v and gate/up fused) and the same packed for products
+        of exactly `n` rows, then `((LM head,), (packed,))`; made on the first call for `n` and kept."""
         import torch
+        if self.fused is None:
+            self.fused = [(torch.cat([l.self_attn.q_proj.weight, l.self_attn.k_proj.weight, l.self_attn.v_proj.weight]),
+                           l.self_attn.o_proj.weight, torch.cat([l.mlp.gate_proj.weight, l.mlp.up_proj.weight]),
+                           l.mlp.down_proj.weight) for l in self.layers] + [(self.m.lm_head.weight,)]
         if n not in self.packed:
-            pk = lambda w: torch.ops.mkl._mkl_reorder_linear_weight(w, n)
-            self.packed[n] = [tuple(map(pk, f)) for f in self.fused] + [pk(self.m.lm_head.weight)]
+            self.packed[n] = [(ws, tuple(torch.ops.mkl._mkl_reorder_linear_weight(w, n) for w in ws))
+                              for ws in self.fused]
         return self.packed[n]
 
 # %% ../nbs/02c_models_hf.ipynb #6c62d00b
 @patch
 def __call__(self: LlamaStep, tok, mask, pos, cache):
     import torch, torch.nn.functional as F
-    from transformers.masking_utils import create_causal_mask
-    B, m = len(tok), self.m
-    n = next((r for r in self.ROWS if self.MIN_ROWS <= B <= r), None)   # packed row count; None: modules' products
-    P = self._pack(n) if n else [(None,) * 4] * len(self.layers) + [None]
-    def lin(x, w, p):                                            # x @ w.T, by w packed as p for n rows when n is set
-        if n is None: return F.linear(x, w)
+    B, m, n = len(tok), self.m, self.rows(len(tok))
+    P = self._pack(n) if n else ([((None, l.self_attn.o_proj.weight, None, l.mlp.down_proj.weight), (None,) * 4)
+                                  for l in self.layers] + [((m.lm_head.weight,), (None,))])
+    def lin(x, w, p):                            # x @ w.T: `F.linear`, or with p (w packed for n rows) MKL's product
+        if p is None: return F.linear(x, w)
         return torch.ops.mkl._mkl_linear(F.pad(x.reshape(B, -1), (0, 0, 0, n - B)), p, w, None, n)[:B, None]
     x = m.model.embed_tokens(tok)
-    causal = create_causal_mask(config=m.config, inputs_embeds=x, attention_mask=mask, cache=cache, position_ids=pos)
+    causal = self.causal_mask(config=m.config, inputs_embeds=x, attention_mask=mask, cache=cache, position_ids=pos)
     cos, sin = m.model.rotary_emb(x, position_ids=pos)
-    for l, (wqkv, wo, wgu, wd), (pqkv, po, pgu, pd) in zip(self.layers, self.fused, P):
+    for l, ((wqkv, wo, wgu, wd), (pqkv, po, pgu, pd)) in zip(self.layers, P):
         a, h = l.self_attn, l.input_layernorm.forward(x)
         if n: q, k, v = lin(h, wqkv, pqkv).split([a.q_proj.out_features, a.k_proj.out_features,
                                                    a.v_proj.out_features], -1)
@@ -323,16 +330,18 @@ def __call__(self: LlamaStep, tok, mask, pos, cache):
         if n: g, u = lin(h, wgu, pgu).chunk(2, -1)
         else: g, u = F.linear(h, l.mlp.gate_proj.weight), F.linear(h, l.mlp.up_proj.weight)
         x = x + lin(l.mlp.act_fn(g) * u, wd, pd)
-    return lin(m.model.norm.forward(x), m.lm_head.weight, P[-1])[:, -1].to(copy=True, dtype=torch.float32)
+    (head,), (packed_head,) = P[-1]
+    return lin(m.model.norm.forward(x), head, packed_head)[:, -1].to(copy=True, dtype=torch.float32)
 
 @patch
 def _step(self: HFChatModel):
     """The decoding step `_decode` runs, `(tok, mask, pos, cache) -> logits` (float32, `(B, vocabulary)`):
     `LlamaStep` of the model when it fits and `self.llama_step` is set (the default), else the model's forward."""
     import torch
-    if getattr(self, "_steps", (None,))[0] is not self.model:   # the model can be replaced (a LoRA merged into it)
-        self._steps = (self.model, LlamaStep(self.model) if LlamaStep.fits(self.model) else None)
-    if self.llama_step and self._steps[1]: return self._steps[1]
+    if self.llama_step and LlamaStep.fits(self.model):
+        if getattr(self, "_llama", None) is None or self._llama.m is not self.model:   # a LoRA merged: a new model
+            self._llama = LlamaStep(self.model)
+        return self._llama
     return lambda tok, mask, pos, cache: self.model(input_ids=tok, attention_mask=mask, position_ids=pos, cache=cache,
                                                     logits_to_keep=1).logits[:, -1].to(copy=True, dtype=torch.float32)
 

@@ -14,7 +14,8 @@ Printed beside each: the step's compute floor (B x 2N FLOP at the measured peak 
 the weights (N x bytes per weight, at the measured read rate) and of the key/value cache (B x T x layers x 2 x
 kv heads x head size x bytes, at the same rate); the product rate is also given in GB/s of weights read. Then the
 matrix product of one layer's largest weight (1536 x 576) at M = 1, 2, 4, 8, 16, 32 rows: its microseconds and
-weight read rate, by `F.linear` and (`fp32 packed`, M = 4, 8, 16) by MKL's product packed for 8 or 16 rows. Nothing here asserts a time; the UTC time and load average of every measurement are printed."""
+weight read rate, by `F.linear` and (`fp32 packed`, M = 4, 8, 16) by MKL's product packed for 8 or 16 rows.
+Nothing here asserts a time; the UTC time and load average of every measurement are printed."""
 import argparse, os, sys, time
 from pathlib import Path
 
@@ -68,10 +69,11 @@ def product_rates(dtype, reps: int = 200, packed: bool = False) -> list[tuple]:
     `F.linear`, or with `packed` MKL's product packed for 8 or 16 rows, x zero-padded to that count (`LlamaStep`'s)."""
     import torch
     import torch.nn.functional as F
+    from megrag_kit.models_hf import LlamaStep
     ws = [torch.randn(1536, 576, dtype=dtype) for _ in range(60)]
     out = []
     for M in (1, 2, 4, 8, 16, 32):
-        x, k, n = torch.randn(M, 576, dtype=dtype), [0], next((r for r in (8, 16) if 4 <= M <= r), None)
+        x, k, n = torch.randn(M, 576, dtype=dtype), [0], LlamaStep.rows(M)
         if packed and n is None: continue
         pk = [torch.ops.mkl._mkl_reorder_linear_weight(w, n) for w in ws] if packed else None
 
